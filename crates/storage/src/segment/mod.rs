@@ -1,0 +1,3 @@
+//! A segment: one `.log` file with its `.index` and `.timeindex`.
+pub mod offset_index;
+pub mod time_index;
