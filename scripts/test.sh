@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Skiff's one test command: installs what the tests need, builds once, runs every test.
+# Used by developers (`./scripts/test.sh`) and by CI (`.ci/run`). Prints per-phase timings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+phase_start=$(date +%s)
+phase() {
+  local now; now=$(date +%s)
+  if [ -n "${PHASE:-}" ]; then echo "=== phase '${PHASE}' took $((now - phase_start)) s"; fi
+  PHASE="$1"; phase_start=$now
+  echo "=== phase '${PHASE}' starting at $(date -u +%H:%M:%S)"
+}
+trap 'rc=$?; [ -n "${PHASE:-}" ] && echo "=== phase ${PHASE} ended (exit ${rc}) after $(( $(date +%s) - phase_start )) s"' EXIT
+
+# Debian packages the build and the client-compatibility tests use. Installed only if missing,
+# so a warm machine skips apt entirely.
+APT_PACKAGES=(zlib1g-dev libzstd-dev)
+
+phase "install system packages"
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
+
+phase "format check"
+cargo fmt --all -- --check
+
+phase "build (debug, all targets)"
+cargo build --workspace --all-targets --locked
+
+phase "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+phase "tests (cargo nextest)"
+cargo nextest run --workspace --locked --no-fail-fast
+
+phase "done"
