@@ -11,6 +11,21 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod checkpoint;
+pub mod config;
+pub mod error;
 pub mod leader_epoch;
+pub mod log;
+pub mod log_manager;
+pub mod read;
+pub mod recovery;
+pub mod retention;
 pub mod segment;
+pub mod sync;
 pub mod validate;
+
+pub use config::{LogConfig, TopicCompression};
+pub use error::StorageError;
+pub use log::{AppendInfo, LoadReport, Log, LogOpenOptions};
+pub use log_manager::{LogManager, LogManagerConfig, SharedLog};
+pub use read::{ReadResult, TimestampOffset};
+pub use segment::FileSlice;

@@ -1,3 +1,427 @@
-//! A segment: one `.log` file with its `.index` and `.timeindex`.
+//! A segment: one `.log` file with its `.index` and `.timeindex` (spec §2.2-§2.5, §1.5).
+//!
+//! Mental model: `<20-digit base>.log` is the authoritative data, a concatenation of v2 batches
+//! with offsets ≥ the base. The two indexes are sparse, rebuildable caches: every time more than
+//! `index.interval.bytes` were appended since the last entry, the next append adds
+//! `(last offset of that batch -> its start position)` to `.index` and
+//! `(max timestamp so far -> offset of that max)` to `.timeindex` (only if the timestamp grew).
+//! When a segment stops being active (roll, close) a final time-index entry is forced in and both
+//! index files are trimmed to their entries.
+//!
+//! Ownership and threads: a segment is owned by its [`crate::log::Log`], which serialises all
+//! mutation (`&mut self`). The data file is shared as `Arc<File>` so a reader can `sendfile` a
+//! region after releasing the log's lock; the file stays readable even if the segment is deleted.
+//!
+//! Invariants: `size` is the byte length of whole, validated batches (the file is truncated to it
+//! on open by recovery, never trusted beyond it); index entries point inside `[0, size)`.
+
 pub mod offset_index;
+pub mod scan;
 pub mod time_index;
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use skiff_record::BatchView;
+
+use crate::error::{IoContext, Result, StorageError};
+use offset_index::OffsetIndex;
+use scan::{BatchHeader, HeaderScanner};
+use time_index::TimeIndex;
+
+/// File-name suffixes of a segment's files.
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+pub const DELETED_SUFFIX: &str = ".deleted";
+
+/// `<dir>/<20-digit base><suffix>`.
+pub fn segment_file(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!("{base_offset:020}{suffix}"))
+}
+
+/// Parses a segment base offset out of a file name with the given suffix.
+pub fn parse_base_offset(name: &str, suffix: &str) -> Option<i64> {
+    let stem = name.strip_suffix(suffix)?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// Options for opening a segment.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentOptions {
+    pub index_interval_bytes: usize,
+    pub max_index_bytes: usize,
+    /// Roll jitter for this segment, already drawn (`0..segment.jitter.ms`).
+    pub roll_jitter_ms: i64,
+    /// Creation time used for time-based rolls of segments without timestamps.
+    pub now_ms: i64,
+}
+
+/// Parameters of [`LogSegment::should_roll`].
+#[derive(Clone, Copy, Debug)]
+pub struct RollParams {
+    pub segment_bytes: u64,
+    pub segment_ms: i64,
+    pub incoming_bytes: u64,
+    pub incoming_max_timestamp: i64,
+    pub incoming_last_offset: i64,
+    pub now_ms: i64,
+}
+
+/// A byte range of a segment's data file, ready for `sendfile` or `pread`.
+#[derive(Clone, Debug)]
+pub struct FileSlice {
+    pub file: Arc<File>,
+    pub position: u64,
+    pub len: u64,
+}
+
+impl FileSlice {
+    /// Reads the slice into memory (tests, small reads, TLS connections).
+    pub fn read_to_vec(&self) -> std::io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.len as usize];
+        self.file.read_exact_at(&mut buf, self.position)?;
+        Ok(buf)
+    }
+}
+
+/// One segment of a partition log.
+#[derive(Debug)]
+pub struct LogSegment {
+    base_offset: i64,
+    log_path: PathBuf,
+    file: Arc<File>,
+    size: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    index_interval_bytes: usize,
+    bytes_since_last_index_entry: usize,
+    max_timestamp_so_far: i64,
+    offset_of_max_timestamp: i64,
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    roll_jitter_ms: i64,
+}
+
+impl LogSegment {
+    /// Opens (or creates) the segment files. The data file's length is taken as-is; callers that
+    /// did not shut down cleanly run [`crate::recovery`] on it before trusting it.
+    pub fn open(dir: &Path, base_offset: i64, opts: SegmentOptions, active: bool) -> Result<Self> {
+        let log_path = segment_file(dir, base_offset, LOG_SUFFIX);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&log_path)
+            .at(&log_path)?;
+        let size = file.metadata().at(&log_path)?.len();
+        let index_path = segment_file(dir, base_offset, INDEX_SUFFIX);
+        let offset_index =
+            OffsetIndex::open(&index_path, base_offset, opts.max_index_bytes, active)
+                .at(&index_path)?;
+        let time_path = segment_file(dir, base_offset, TIME_INDEX_SUFFIX);
+        let time_index = TimeIndex::open(&time_path, base_offset, opts.max_index_bytes, active)
+            .at(&time_path)?;
+        let mut seg = LogSegment {
+            base_offset,
+            log_path,
+            file: Arc::new(file),
+            size,
+            offset_index,
+            time_index,
+            index_interval_bytes: opts.index_interval_bytes,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: -1,
+            offset_of_max_timestamp: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: opts.now_ms,
+            roll_jitter_ms: opts.roll_jitter_ms,
+        };
+        let (ts, off) = seg.time_index.last_entry();
+        if ts >= 0 {
+            seg.max_timestamp_so_far = ts;
+            seg.offset_of_max_timestamp = off;
+        }
+        Ok(seg)
+    }
+
+    /// After open (and recovery if any): re-derives the in-memory facts the files don't hold
+    /// exactly: the max timestamp past the last time-index entry and the first batch's timestamp.
+    pub fn load_tail_state(&mut self) -> Result<()> {
+        let (ts, off) = self.time_index.last_entry();
+        self.max_timestamp_so_far = ts;
+        self.offset_of_max_timestamp = off;
+        let start = if ts >= 0 {
+            self.offset_index.lookup(off).1 as u64
+        } else {
+            0
+        };
+        let file = Arc::clone(&self.file);
+        let mut scan = HeaderScanner::new(&file, start, self.size);
+        while let Some(h) = scan.next_header().at(&self.log_path)? {
+            self.observe_timestamp(h.max_timestamp, h.last_offset);
+        }
+        self.rolling_based_timestamp = self.first_batch_timestamp()?;
+        Ok(())
+    }
+
+    fn first_batch_timestamp(&self) -> Result<Option<i64>> {
+        let mut scan = HeaderScanner::new(&self.file, 0, self.size);
+        Ok(scan
+            .next_header()
+            .at(&self.log_path)?
+            .map(|h| h.max_timestamp)
+            .filter(|t| *t >= 0))
+    }
+
+    fn observe_timestamp(&mut self, max_ts: i64, last_offset: i64) {
+        if max_ts > self.max_timestamp_so_far {
+            self.max_timestamp_so_far = max_ts;
+            self.offset_of_max_timestamp = last_offset;
+        }
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+    /// The largest record timestamp in the segment, or `None` if it has none.
+    pub fn max_timestamp(&self) -> Option<i64> {
+        (self.max_timestamp_so_far >= 0).then_some(self.max_timestamp_so_far)
+    }
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp
+    }
+
+    /// Kafka's `largestTimestamp`: the max record timestamp, or the file's mtime without one.
+    pub fn largest_timestamp(&self) -> i64 {
+        if let Some(ts) = self.max_timestamp() {
+            return ts;
+        }
+        self.file
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+    }
+
+    /// Time waited for a roll, in message time when the segment has timestamps (spec §1.7).
+    fn time_waited_for_roll(&self, now_ms: i64, incoming_max_ts: i64) -> i64 {
+        match self.rolling_based_timestamp {
+            Some(first) => incoming_max_ts.saturating_sub(first),
+            None => now_ms.saturating_sub(self.created_ms),
+        }
+    }
+
+    /// Kafka's `shouldRoll` (spec §2.5).
+    pub fn should_roll(&self, p: &RollParams) -> bool {
+        let reached_roll_ms = self.time_waited_for_roll(p.now_ms, p.incoming_max_timestamp)
+            > p.segment_ms.saturating_sub(self.roll_jitter_ms);
+        let relative = p.incoming_last_offset - self.base_offset;
+        self.size > p.segment_bytes.saturating_sub(p.incoming_bytes)
+            || (self.size > 0 && reached_roll_ms)
+            || self.offset_index.is_full()
+            || self.time_index.is_full()
+            || !(0..=i64::from(i32::MAX)).contains(&relative)
+    }
+
+    /// Appends one batch whose offsets are already assigned. Updates the indexes sparsely.
+    pub fn append(&mut self, batch: &[u8], last_offset: i64, max_timestamp: i64) -> Result<()> {
+        let position = self.size;
+        if position + batch.len() as u64 > u64::from(u32::MAX) {
+            return Err(StorageError::InvalidArgument(format!(
+                "segment {} would exceed 4 GiB",
+                self.log_path.display()
+            )));
+        }
+        self.file.write_all_at(batch, position).at(&self.log_path)?;
+        self.size += batch.len() as u64;
+        if self.rolling_based_timestamp.is_none() && position == 0 && max_timestamp >= 0 {
+            self.rolling_based_timestamp = Some(max_timestamp);
+        }
+        self.index_batch(position, batch.len(), last_offset, max_timestamp)
+    }
+
+    /// The sparse-index step shared by append and recovery.
+    fn index_batch(
+        &mut self,
+        position: u64,
+        len: usize,
+        last_offset: i64,
+        max_timestamp: i64,
+    ) -> Result<()> {
+        self.observe_timestamp(max_timestamp, last_offset);
+        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+            self.offset_index
+                .append(last_offset, position as u32)
+                .map_err(|e| StorageError::InvalidArgument(format!("offset index: {e}")))?;
+            self.time_index
+                .maybe_append(
+                    self.max_timestamp_so_far,
+                    self.offset_of_max_timestamp,
+                    false,
+                )
+                .map_err(|e| StorageError::InvalidArgument(format!("time index: {e}")))?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += len;
+        Ok(())
+    }
+
+    /// Finds the first batch whose last offset is ≥ `target`, starting from the index's hint.
+    pub fn translate_offset(&self, target: i64) -> Result<Option<BatchHeader>> {
+        let (_, pos) = self.offset_index.lookup(target);
+        let start = u64::from(pos).min(self.size);
+        let mut scan = HeaderScanner::new(&self.file, start, self.size);
+        while let Some(h) = scan.next_header().at(&self.log_path)? {
+            if h.last_offset >= target {
+                return Ok(Some(h));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The byte position where data at or after `offset` starts (segment size if none).
+    pub fn position_of(&self, offset: i64) -> Result<u64> {
+        Ok(self
+            .translate_offset(offset)?
+            .map_or(self.size, |h| h.position))
+    }
+
+    /// Iterates headers over the whole segment.
+    pub fn headers_from(&self, position: u64) -> HeaderScanner<'_> {
+        HeaderScanner::new(&self.file, position, self.size)
+    }
+
+    /// Reads one whole batch at `header` into memory and validates its structure.
+    pub fn read_batch(&self, header: &BatchHeader) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; header.size as usize];
+        self.file
+            .read_exact_at(&mut buf, header.position)
+            .at(&self.log_path)?;
+        BatchView::new(&buf).map_err(|e| StorageError::Corrupt {
+            path: self.log_path.display().to_string(),
+            position: header.position,
+            reason: e.to_string(),
+        })?;
+        Ok(buf)
+    }
+
+    /// Removes all data at offsets ≥ `offset` (a batch containing it goes whole). Returns the
+    /// number of bytes removed.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<u64> {
+        let Some(h) = self.translate_offset(offset)? else {
+            return Ok(0);
+        };
+        let position = h.position;
+        self.offset_index.truncate_to(offset);
+        self.time_index.truncate_to(offset);
+        let removed = self.size - position;
+        self.file.set_len(position).at(&self.log_path)?;
+        self.size = position;
+        self.bytes_since_last_index_entry = 0;
+        self.load_tail_state()?;
+        Ok(removed)
+    }
+
+    /// Clears both indexes and the in-memory tail state before a rebuild (recovery).
+    pub(crate) fn reset_indexes(&mut self) {
+        self.offset_index.truncate_all();
+        self.time_index.truncate_to(self.base_offset);
+        self.bytes_since_last_index_entry = 0;
+        self.max_timestamp_so_far = -1;
+        self.offset_of_max_timestamp = self.base_offset;
+        self.rolling_based_timestamp = None;
+    }
+
+    /// Cuts the data file to `valid_bytes` (recovery's torn-tail truncation).
+    pub(crate) fn truncate_file(&mut self, valid_bytes: u64) -> Result<()> {
+        if valid_bytes < self.size {
+            self.file.set_len(valid_bytes).at(&self.log_path)?;
+            self.size = valid_bytes;
+        }
+        Ok(())
+    }
+
+    /// Re-adds index entries for one batch during a rebuild (same rule as append).
+    pub(crate) fn reindex_batch(&mut self, h: &BatchHeader) -> Result<()> {
+        if self.rolling_based_timestamp.is_none() && h.position == 0 && h.max_timestamp >= 0 {
+            self.rolling_based_timestamp = Some(h.max_timestamp);
+        }
+        self.index_batch(h.position, h.size as usize, h.last_offset, h.max_timestamp)
+    }
+
+    /// Makes the segment read-only in spirit: forces the final time-index entry and trims both
+    /// index files (Kafka's `onBecomeInactiveSegment`).
+    pub fn on_become_inactive(&mut self) -> Result<()> {
+        if self.max_timestamp_so_far >= 0 {
+            self.time_index
+                .maybe_append(
+                    self.max_timestamp_so_far,
+                    self.offset_of_max_timestamp,
+                    true,
+                )
+                .map_err(|e| StorageError::InvalidArgument(format!("time index: {e}")))?;
+        }
+        let p = self.offset_index.path().to_path_buf();
+        self.offset_index.trim_to_valid_size().at(&p)?;
+        let p = self.time_index.path().to_path_buf();
+        self.time_index.trim_to_valid_size().at(&p)?;
+        Ok(())
+    }
+
+    /// Grows the indexes back to their maximum so appends can continue (reactivation on open).
+    pub fn make_active(&mut self, max_index_bytes: usize) -> Result<()> {
+        let p = self.offset_index.path().to_path_buf();
+        self.offset_index.resize(max_index_bytes).at(&p)?;
+        let p = self.time_index.path().to_path_buf();
+        self.time_index.resize(max_index_bytes).at(&p)?;
+        Ok(())
+    }
+
+    /// fdatasync of the data file and msync of the indexes.
+    pub fn flush(&self) -> Result<()> {
+        self.file.sync_data().at(&self.log_path)?;
+        self.offset_index.flush().at(self.offset_index.path())?;
+        self.time_index.flush().at(self.time_index.path())?;
+        Ok(())
+    }
+
+    /// Renames all files with an extra suffix (e.g. `.deleted`) and returns the new paths.
+    pub fn rename_with_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        let new_log = PathBuf::from(format!("{}{suffix}", self.log_path.display()));
+        std::fs::rename(&self.log_path, &new_log).at(&self.log_path)?;
+        self.log_path = new_log.clone();
+        out.push(new_log);
+        let p = PathBuf::from(format!("{}{suffix}", self.offset_index.path().display()));
+        self.offset_index.rename_to(&p).at(&p)?;
+        out.push(p);
+        let p = PathBuf::from(format!("{}{suffix}", self.time_index.path().display()));
+        self.time_index.rename_to(&p).at(&p)?;
+        out.push(p);
+        Ok(out)
+    }
+}

@@ -1,0 +1,304 @@
+//! Per-log configuration: the topic-level keys storage acts on, with Kafka's names, defaults and
+//! valid ranges (spec §1.2, §2.7; KIP-1030 4.0 defaults).
+//!
+//! Mental model: a [`LogConfig`] is the *effective* config of one partition log (broker defaults
+//! overlaid with topic overrides by the caller). It is plain data, cheap to clone, and replaced
+//! wholesale when a dynamic change arrives. [`LogConfig::set`] parses one Kafka key with the same
+//! validation and messages CreateTopics/AlterConfigs answer INVALID_CONFIG with.
+
+use skiff_record::{Compression, TimestampType};
+
+/// `compression.type` for a topic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopicCompression {
+    /// Keep whatever codec the producer used (Kafka's default).
+    Producer,
+    /// Recompress to this codec (`uncompressed` is `Compression::None`).
+    Codec(Compression),
+}
+
+/// The effective log configuration of one partition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub segment_ms: i64,
+    pub segment_jitter_ms: i64,
+    pub segment_index_bytes: usize,
+    pub index_interval_bytes: usize,
+    pub retention_ms: i64,
+    pub retention_bytes: i64,
+    pub file_delete_delay_ms: i64,
+    pub max_message_bytes: usize,
+    pub flush_messages: i64,
+    pub flush_ms: i64,
+    pub preallocate: bool,
+    pub cleanup_policy_delete: bool,
+    pub cleanup_policy_compact: bool,
+    pub timestamp_type: TimestampType,
+    pub timestamp_before_max_ms: i64,
+    pub timestamp_after_max_ms: i64,
+    pub compression: TopicCompression,
+    pub compression_gzip_level: i32,
+    pub compression_lz4_level: i32,
+    pub compression_zstd_level: i32,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            segment_bytes: 1 << 30,
+            segment_ms: 604_800_000,
+            segment_jitter_ms: 0,
+            segment_index_bytes: 10 * 1024 * 1024,
+            index_interval_bytes: 4096,
+            retention_ms: 604_800_000,
+            retention_bytes: -1,
+            file_delete_delay_ms: 60_000,
+            max_message_bytes: 1_048_588,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            preallocate: false,
+            cleanup_policy_delete: true,
+            cleanup_policy_compact: false,
+            timestamp_type: TimestampType::CreateTime,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: 3_600_000,
+            compression: TopicCompression::Producer,
+            compression_gzip_level: -1,
+            compression_lz4_level: 9,
+            compression_zstd_level: 3,
+        }
+    }
+}
+
+/// A rejected config value, with the message INVALID_CONFIG carries.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// Topic-level keys [`LogConfig::set`] understands.
+pub const LOG_CONFIG_KEYS: &[&str] = &[
+    "segment.bytes",
+    "segment.ms",
+    "segment.jitter.ms",
+    "segment.index.bytes",
+    "index.interval.bytes",
+    "retention.ms",
+    "retention.bytes",
+    "file.delete.delay.ms",
+    "max.message.bytes",
+    "flush.messages",
+    "flush.ms",
+    "preallocate",
+    "cleanup.policy",
+    "message.timestamp.type",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms",
+    "compression.type",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
+];
+
+fn parse_i64(key: &str, value: &str, min: i64) -> Result<i64, ConfigError> {
+    let v: i64 = value.trim().parse().map_err(|_| {
+        ConfigError(format!(
+            "Invalid value {value} for configuration {key}: Not a number of type LONG"
+        ))
+    })?;
+    if v < min {
+        return Err(ConfigError(format!(
+            "Invalid value {v} for configuration {key}: Value must be at least {min}"
+        )));
+    }
+    Ok(v)
+}
+
+fn parse_i32(key: &str, value: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+    let v: i64 = value.trim().parse().map_err(|_| {
+        ConfigError(format!(
+            "Invalid value {value} for configuration {key}: Not a number of type INT"
+        ))
+    })?;
+    if v < i64::from(i32::MIN) || v > i64::from(i32::MAX) {
+        return Err(ConfigError(format!(
+            "Invalid value {value} for configuration {key}: Not a number of type INT"
+        )));
+    }
+    if v < min || v > max {
+        return Err(ConfigError(format!(
+            "Invalid value {v} for configuration {key}: Value must be in the range [{min}, {max}]"
+        )));
+    }
+    Ok(v)
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConfigError(format!(
+            "Invalid value {value} for configuration {key}: Expected value to be either true or false"
+        ))),
+    }
+}
+
+impl LogConfig {
+    /// Sets one topic-level key from its string form. Unknown keys are an error here; callers
+    /// that hold keys for other layers filter first.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        match key {
+            "segment.bytes" => {
+                self.segment_bytes = parse_i32(key, value, 1_048_576, i64::from(i32::MAX))? as u64
+            }
+            "segment.ms" => self.segment_ms = parse_i64(key, value, 1)?,
+            "segment.jitter.ms" => self.segment_jitter_ms = parse_i64(key, value, 0)?,
+            "segment.index.bytes" => {
+                self.segment_index_bytes = parse_i32(key, value, 4, i64::from(i32::MAX))? as usize
+            }
+            "index.interval.bytes" => {
+                self.index_interval_bytes = parse_i32(key, value, 0, i64::from(i32::MAX))? as usize
+            }
+            "retention.ms" => self.retention_ms = parse_i64(key, value, -1)?,
+            "retention.bytes" => self.retention_bytes = parse_i64(key, value, i64::MIN)?,
+            "file.delete.delay.ms" => self.file_delete_delay_ms = parse_i64(key, value, 0)?,
+            "max.message.bytes" => {
+                self.max_message_bytes = parse_i32(key, value, 0, i64::from(i32::MAX))? as usize
+            }
+            "flush.messages" => self.flush_messages = parse_i64(key, value, 1)?,
+            "flush.ms" => self.flush_ms = parse_i64(key, value, 0)?,
+            "preallocate" => self.preallocate = parse_bool(key, value)?,
+            "cleanup.policy" => {
+                let mut delete = false;
+                let mut compact = false;
+                for part in value.split(',').map(str::trim) {
+                    match part {
+                        "delete" => delete = true,
+                        "compact" => compact = true,
+                        other => {
+                            return Err(ConfigError(format!(
+                                "Invalid value {other} for configuration cleanup.policy: String must be one of: compact, delete"
+                            )));
+                        }
+                    }
+                }
+                self.cleanup_policy_delete = delete;
+                self.cleanup_policy_compact = compact;
+            }
+            "message.timestamp.type" => {
+                self.timestamp_type = match value.trim() {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => {
+                        return Err(ConfigError(format!(
+                            "Invalid value {value} for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime"
+                        )));
+                    }
+                }
+            }
+            "message.timestamp.before.max.ms" => {
+                self.timestamp_before_max_ms = parse_i64(key, value, 0)?
+            }
+            "message.timestamp.after.max.ms" => {
+                self.timestamp_after_max_ms = parse_i64(key, value, 0)?
+            }
+            "compression.type" => {
+                self.compression = match value.trim() {
+                    "producer" => TopicCompression::Producer,
+                    "uncompressed" => TopicCompression::Codec(Compression::None),
+                    "gzip" => TopicCompression::Codec(Compression::Gzip),
+                    "snappy" => TopicCompression::Codec(Compression::Snappy),
+                    "lz4" => TopicCompression::Codec(Compression::Lz4),
+                    "zstd" => TopicCompression::Codec(Compression::Zstd),
+                    _ => {
+                        return Err(ConfigError(format!(
+                            "Invalid value {value} for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"
+                        )));
+                    }
+                }
+            }
+            "compression.gzip.level" => {
+                let v = parse_i32(key, value, -1, 9)?;
+                if v == 0 {
+                    return Err(ConfigError(format!(
+                        "Invalid value {v} for configuration {key}: Value must be in the range [1, 9] or -1"
+                    )));
+                }
+                self.compression_gzip_level = v as i32;
+            }
+            "compression.lz4.level" => {
+                self.compression_lz4_level = parse_i32(key, value, 1, 17)? as i32
+            }
+            "compression.zstd.level" => {
+                self.compression_zstd_level = parse_i32(key, value, -131_072, 22)? as i32
+            }
+            _ => {
+                return Err(ConfigError(format!("Unknown topic config name: {key}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Durable mode: every append is fdatasynced before it is acknowledged.
+    pub fn is_durable(&self) -> bool {
+        self.flush_messages <= 1
+    }
+
+    /// The compression level to use for `codec` when the broker recompresses.
+    pub fn level_for(&self, codec: Compression) -> Option<i32> {
+        match codec {
+            Compression::Gzip if self.compression_gzip_level >= 0 => {
+                Some(self.compression_gzip_level)
+            }
+            Compression::Lz4 => Some(self.compression_lz4_level),
+            Compression::Zstd => Some(self.compression_zstd_level),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_kafka_4() {
+        let c = LogConfig::default();
+        assert_eq!(c.segment_bytes, 1_073_741_824);
+        assert_eq!(c.timestamp_after_max_ms, 3_600_000);
+        assert_eq!(c.timestamp_before_max_ms, i64::MAX);
+        assert_eq!(c.max_message_bytes, 1_048_588);
+        assert_eq!(c.compression, TopicCompression::Producer);
+        assert!(!c.is_durable());
+    }
+
+    #[test]
+    fn set_parses_and_rejects() {
+        let mut c = LogConfig::default();
+        for (k, v, ok) in [
+            ("segment.bytes", "1048576", true),
+            ("segment.bytes", "1048575", false),
+            ("segment.bytes", "abc", false),
+            ("retention.ms", "-1", true),
+            ("retention.ms", "-2", false),
+            ("cleanup.policy", "compact,delete", true),
+            ("cleanup.policy", "compact,nope", false),
+            ("compression.type", "none", false),
+            ("compression.type", "uncompressed", true),
+            ("compression.gzip.level", "0", false),
+            ("compression.gzip.level", "9", true),
+            ("compression.zstd.level", "23", false),
+            ("message.timestamp.type", "LogAppendTime", true),
+            ("message.timestamp.type", "logappendtime", false),
+            ("flush.messages", "1", true),
+            ("no.such.key", "1", false),
+        ] {
+            assert_eq!(c.set(k, v).is_ok(), ok, "{k}={v}");
+        }
+        assert!(c.cleanup_policy_compact && c.cleanup_policy_delete);
+        assert!(c.is_durable());
+        assert_eq!(c.timestamp_type, TimestampType::LogAppendTime);
+        let err = c.set("compression.type", "none").unwrap_err();
+        assert!(err.0.contains("compression.type"), "{err}");
+    }
+}

@@ -1,0 +1,68 @@
+//! The storage layer's error type. Handlers map these to Kafka error codes; the mapping that
+//! storage itself can decide is [`StorageError::error_code`].
+
+use skiff_types::ErrorCode;
+
+/// Errors from partition-log operations.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start: i64,
+        log_end: i64,
+    },
+    #[error("append of {size} bytes is larger than segment.bytes={segment_bytes}")]
+    RecordListTooLarge { size: usize, segment_bytes: u64 },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("corrupt batch in {path} at position {position}: {reason}")]
+    Corrupt {
+        path: String,
+        position: u64,
+        reason: String,
+    },
+    #[error("the log for {0} is closed or deleted")]
+    Closed(String),
+}
+
+impl StorageError {
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        StorageError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+
+    /// The Kafka error code a request handler should answer with.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            StorageError::Io { .. } | StorageError::Corrupt { .. } | StorageError::Closed(_) => {
+                ErrorCode::KafkaStorageError
+            }
+            StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            StorageError::RecordListTooLarge { .. } => ErrorCode::RecordListTooLarge,
+            StorageError::InvalidArgument(_) => ErrorCode::InvalidRequest,
+        }
+    }
+}
+
+/// Result alias for storage operations.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// Attaches a path to an `io::Result`.
+pub(crate) trait IoContext<T> {
+    fn at(self, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: &std::path::Path) -> Result<T> {
+        self.map_err(|e| StorageError::io(path, e))
+    }
+}

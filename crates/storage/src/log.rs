@@ -1,0 +1,590 @@
+//! One partition's log: an ordered map of segments with a single active (last) segment.
+//!
+//! Mental model (spec §2): offsets are dense and assigned here on leader appends
+//! (`baseOffset = log end offset`, `partitionLeaderEpoch` stamped in place: neither is covered
+//! by the CRC). Bounds: `log_start_offset <= high_watermark <= log_end_offset`; consumers read
+//! below a caller-supplied bound (HW/LSO), replicas up to the log end. The `recovery_point` is the
+//! offset below which data is known fsynced; an unclean start re-validates only after it.
+//!
+//! Threads: `Log` is not internally synchronised; the owner wraps it in a mutex. Reads return
+//! [`FileSlice`]s (an `Arc<File>` + range) so the bytes can be sent after the lock is released.
+//! Durable mode hands out [`SyncState`] to fsync outside the lock (group commit).
+//!
+//! Invariants: segments are contiguous in offset order and only the last one is appended to;
+//! after any successful operation the in-memory offsets agree with the files; an append is
+//! either fully written or reported as an error (then the log must be reopened: Kafka marks the
+//! log dir offline in that case).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use skiff_record::{BatchView, TimestampType};
+use skiff_types::TopicPartition;
+
+use crate::config::LogConfig;
+use crate::error::{IoContext, Result, StorageError};
+use crate::leader_epoch::LeaderEpochCache;
+use crate::retention::{self, RetentionInput, SegmentFacts};
+use crate::segment::{DELETED_SUFFIX, LogSegment, RollParams, SegmentOptions};
+use crate::sync::SyncState;
+
+/// Name of the leader-epoch checkpoint inside a partition directory.
+pub const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
+
+/// Where a load starts from, as read from the log dir's checkpoints.
+#[derive(Clone, Copy, Debug)]
+pub struct LogOpenOptions {
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    /// Whether the log dir held the clean-shutdown marker.
+    pub clean_shutdown: bool,
+    pub now_ms: i64,
+}
+
+/// What loading did, for logs and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    pub segments: usize,
+    pub recovered_segments: usize,
+    pub rebuilt_indexes: usize,
+    pub truncated_bytes: u64,
+    pub deleted_segments: usize,
+}
+
+/// The result of one append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    pub record_count: i32,
+    pub size: usize,
+    /// Durable mode: the caller must `sync().sync_to(last_offset + 1)` before acknowledging.
+    pub needs_sync: bool,
+}
+
+/// One partition's log.
+#[derive(Debug)]
+pub struct Log {
+    pub(crate) dir: PathBuf,
+    pub(crate) tp: TopicPartition,
+    pub(crate) config: LogConfig,
+    pub(crate) segments: BTreeMap<i64, LogSegment>,
+    pub(crate) log_start_offset: i64,
+    pub(crate) log_end_offset: i64,
+    pub(crate) recovery_point: i64,
+    pub(crate) high_watermark: i64,
+    pub(crate) epochs: LeaderEpochCache,
+    pub(crate) sync: Arc<SyncState>,
+    pub(crate) unflushed_messages: i64,
+    pub(crate) last_flush_ms: i64,
+    pub(crate) pending_deletes: Vec<(i64, Vec<PathBuf>)>,
+}
+
+impl Log {
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+    /// Offsets below this are known to be fsynced.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+            .max(self.sync.synced().min(self.log_end_offset))
+    }
+    pub fn leader_epochs(&self) -> &LeaderEpochCache {
+        &self.epochs
+    }
+    pub fn sync(&self) -> &Arc<SyncState> {
+        &self.sync
+    }
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+    pub fn segments(&self) -> impl Iterator<Item = &LogSegment> {
+        self.segments.values()
+    }
+    /// Total bytes of all segments' data files.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(LogSegment::size).sum()
+    }
+
+    pub(crate) fn active(&self) -> &LogSegment {
+        match self.segments.values().next_back() {
+            Some(s) => s,
+            None => unreachable!("a log always has an active segment"),
+        }
+    }
+
+    pub(crate) fn active_mut(&mut self) -> &mut LogSegment {
+        match self.segments.values_mut().next_back() {
+            Some(s) => s,
+            None => unreachable!("a log always has an active segment"),
+        }
+    }
+
+    pub(crate) fn segment_options(&self, base_offset: i64, now_ms: i64) -> SegmentOptions {
+        let jitter = if self.config.segment_jitter_ms > 0 {
+            // Deterministic per segment: spreads rolls without a random source.
+            (base_offset.unsigned_abs() as i64 ^ 0x5DEE_CE66D)
+                .rem_euclid(self.config.segment_jitter_ms)
+        } else {
+            0
+        };
+        SegmentOptions {
+            index_interval_bytes: self.config.index_interval_bytes,
+            max_index_bytes: self.config.segment_index_bytes,
+            roll_jitter_ms: jitter,
+            now_ms,
+        }
+    }
+
+    /// Replaces the config (dynamic topic config change). Takes effect on the next operation.
+    pub fn update_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    /// Sets the high watermark, clamped to `[log_start_offset, log_end_offset]`. It never moves
+    /// backwards except by truncation.
+    pub fn set_high_watermark(&mut self, hw: i64) {
+        self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset);
+    }
+
+    /// Appends a validated client batch as leader: assigns `baseOffset = log end offset` and
+    /// stamps `leader_epoch`, both in place (outside the CRC).
+    pub fn append_as_leader(
+        &mut self,
+        batch: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        let base = self.log_end_offset;
+        skiff_record::set_base_offset(batch, base);
+        skiff_record::set_partition_leader_epoch(batch, leader_epoch);
+        self.append_batch(batch, now_ms)
+    }
+
+    /// Appends a batch whose offsets were assigned by a leader (replication, tests).
+    /// Its base offset must be at or past the log end.
+    pub fn append_as_follower(&mut self, batch: &[u8], now_ms: i64) -> Result<AppendInfo> {
+        self.append_batch(batch, now_ms)
+    }
+
+    fn append_batch(&mut self, batch: &[u8], now_ms: i64) -> Result<AppendInfo> {
+        let view = BatchView::new(batch).map_err(|e| {
+            StorageError::InvalidArgument(format!("append of an invalid batch: {e}"))
+        })?;
+        let base = view.base_offset();
+        let last = view.last_offset();
+        if base < self.log_end_offset {
+            return Err(StorageError::InvalidArgument(format!(
+                "batch base offset {base} is below the log end offset {}",
+                self.log_end_offset
+            )));
+        }
+        if batch.len() as u64 > self.config.segment_bytes {
+            return Err(StorageError::RecordListTooLarge {
+                size: batch.len(),
+                segment_bytes: self.config.segment_bytes,
+            });
+        }
+        let max_ts = match view.timestamp_type() {
+            TimestampType::LogAppendTime | TimestampType::CreateTime => view.max_timestamp(),
+        };
+        self.maybe_roll(batch.len() as u64, max_ts, base, last, now_ms)?;
+        self.active_mut().append(batch, last, max_ts)?;
+        let epoch = view.partition_leader_epoch();
+        if epoch >= 0 && self.epochs.latest_epoch().is_none_or(|e| epoch > e) {
+            self.epochs.assign(epoch, base);
+            self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+        }
+        self.log_end_offset = last + 1;
+        let records = view.records_count().max(0);
+        self.unflushed_messages += i64::from(records);
+        let durable = self.config.is_durable();
+        let file = Arc::clone(self.active().file());
+        self.sync.publish(&file, self.log_end_offset);
+        Ok(AppendInfo {
+            base_offset: base,
+            last_offset: last,
+            max_timestamp: max_ts,
+            record_count: records,
+            size: batch.len(),
+            needs_sync: durable,
+        })
+    }
+
+    fn maybe_roll(
+        &mut self,
+        incoming: u64,
+        max_ts: i64,
+        base: i64,
+        last: i64,
+        now_ms: i64,
+    ) -> Result<()> {
+        let params = RollParams {
+            segment_bytes: self.config.segment_bytes,
+            segment_ms: self.config.segment_ms,
+            incoming_bytes: incoming,
+            incoming_max_timestamp: max_ts,
+            incoming_last_offset: last,
+            now_ms,
+        };
+        let active = self.active();
+        let must_roll = active.should_roll(&params)
+            // A gap bigger than the relative offset range also needs a new segment.
+            || base - active.base_offset() > i64::from(i32::MAX);
+        if must_roll && (active.size() > 0 || active.base_offset() != base) {
+            self.roll_at(base, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Rolls a new active segment at the log end offset.
+    pub fn roll(&mut self, now_ms: i64) -> Result<()> {
+        let base = self.log_end_offset;
+        if self.active().size() == 0 && self.active().base_offset() == base {
+            return Ok(());
+        }
+        self.roll_at(base, now_ms)
+    }
+
+    fn roll_at(&mut self, new_base: i64, now_ms: i64) -> Result<()> {
+        if self.segments.contains_key(&new_base) {
+            // Only an empty active segment can sit at the log end; reuse it.
+            return Ok(());
+        }
+        let durable = self.config.is_durable();
+        {
+            let old = self.active_mut();
+            old.on_become_inactive()?;
+            if durable {
+                old.flush()?;
+            }
+        }
+        let opts = self.segment_options(new_base, now_ms);
+        let seg = LogSegment::open(&self.dir, new_base, opts, true)?;
+        if durable {
+            fsync_dir(&self.dir)?;
+            self.sync.mark_synced(self.log_end_offset);
+            self.recovery_point = self.recovery_point.max(self.log_end_offset);
+        }
+        let file = Arc::clone(seg.file());
+        self.segments.insert(new_base, seg);
+        self.sync.publish(&file, self.log_end_offset);
+        tracing::debug!(tp = %self.tp, base = new_base, "rolled new segment");
+        Ok(())
+    }
+
+    /// Removes everything at offsets ≥ `offset` (replica truncation). A batch containing
+    /// `offset` is removed whole, so the new log end can be below `offset`.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
+        if offset >= self.log_end_offset {
+            return Ok(());
+        }
+        let first_base = self.segments.keys().next().copied().unwrap_or(0);
+        if offset < first_base {
+            return self.truncate_fully_and_start_at(offset);
+        }
+        let doomed: Vec<i64> = self.segments.range(offset + 1..).map(|(b, _)| *b).collect();
+        for base in doomed {
+            if let Some(mut seg) = self.segments.remove(&base) {
+                let paths = seg.rename_with_suffix(DELETED_SUFFIX)?;
+                remove_files(&paths);
+            }
+        }
+        let new_end = {
+            let active = self.active_mut();
+            active.truncate_to(offset)?;
+            let mut end = active.base_offset();
+            let start = u64::from(active.offset_index().last_entry().1);
+            let mut scan = active.headers_from(start);
+            while let Some(h) = scan.next_header().at(active.log_path())? {
+                end = h.next_offset();
+            }
+            end
+        };
+        self.log_end_offset = new_end;
+        let max_index = self.config.segment_index_bytes;
+        self.active_mut().make_active(max_index)?;
+        self.after_truncation()
+    }
+
+    /// Deletes every segment and restarts the log empty at `offset`.
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        for base in bases {
+            if let Some(mut seg) = self.segments.remove(&base) {
+                let paths = seg.rename_with_suffix(DELETED_SUFFIX)?;
+                remove_files(&paths);
+            }
+        }
+        let opts = self.segment_options(offset, 0);
+        let seg = LogSegment::open(&self.dir, offset, opts, true)?;
+        self.segments.insert(offset, seg);
+        self.log_start_offset = offset;
+        self.log_end_offset = offset;
+        self.epochs.clear();
+        self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+        self.after_truncation()
+    }
+
+    fn after_truncation(&mut self) -> Result<()> {
+        let end = self.log_end_offset;
+        self.epochs.truncate_from_end(end);
+        self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+        self.recovery_point = self.recovery_point.min(end);
+        self.high_watermark = self.high_watermark.clamp(self.log_start_offset, end);
+        self.log_start_offset = self.log_start_offset.min(end);
+        let file = Arc::clone(self.active().file());
+        self.sync.publish(&file, end);
+        Ok(())
+    }
+
+    /// DeleteRecords: moves the log start offset up to `offset` (`-1` = the high watermark).
+    /// Returns the new log start offset. Whole segments below it go at the next retention pass.
+    pub fn delete_records(&mut self, offset: i64) -> Result<i64, DeleteRecordsError> {
+        if !self.config.cleanup_policy_delete {
+            return Err(DeleteRecordsError::PolicyViolation);
+        }
+        let target = if offset == -1 {
+            self.high_watermark
+        } else {
+            offset
+        };
+        if target < 0 || target > self.high_watermark {
+            return Err(DeleteRecordsError::OffsetOutOfRange {
+                offset,
+                high_watermark: self.high_watermark,
+            });
+        }
+        if target > self.log_start_offset {
+            self.log_start_offset = target;
+            self.epochs.truncate_from_start(target);
+            self.epochs
+                .flush()
+                .at(&self.dir.join(LEADER_EPOCH_FILE))
+                .map_err(DeleteRecordsError::Storage)?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// Facts retention decides on, in offset order.
+    pub fn segment_facts(&self) -> Vec<SegmentFacts> {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        self.segments
+            .values()
+            .enumerate()
+            .map(|(i, s)| SegmentFacts {
+                base_offset: s.base_offset(),
+                size: s.size(),
+                largest_timestamp: s.largest_timestamp(),
+                upper_bound: bases.get(i + 1).copied().unwrap_or(self.log_end_offset),
+            })
+            .collect()
+    }
+
+    /// Runs one retention pass. `max_removable_offset` is the delayed-delivery bound (or
+    /// `i64::MAX`). Returns the number of segments deleted.
+    pub fn apply_retention(&mut self, now_ms: i64, max_removable_offset: i64) -> Result<usize> {
+        let facts = self.segment_facts();
+        let decision = retention::decide(
+            &facts,
+            &RetentionInput {
+                now_ms,
+                high_watermark: self.high_watermark,
+                log_start_offset: self.log_start_offset,
+                retention_ms: self.config.retention_ms,
+                retention_bytes: self.config.retention_bytes,
+                policy_delete: self.config.cleanup_policy_delete,
+                max_removable_offset,
+            },
+        );
+        if decision.count == 0 {
+            return Ok(0);
+        }
+        if decision.count == facts.len() {
+            // Everything is deletable: roll an empty active segment first (spec §2.6).
+            if self.active().size() == 0 {
+                if decision.count == 1 {
+                    return Ok(0);
+                }
+            } else {
+                self.roll(now_ms)?;
+            }
+        }
+        let doomed: Vec<i64> = facts
+            .iter()
+            .take(decision.count)
+            .map(|f| f.base_offset)
+            .collect();
+        let mut deleted = 0;
+        for base in doomed {
+            if self.segments.len() <= 1 {
+                break;
+            }
+            if let Some(mut seg) = self.segments.remove(&base) {
+                let paths = seg.rename_with_suffix(DELETED_SUFFIX)?;
+                self.pending_deletes.push((
+                    now_ms.saturating_add(self.config.file_delete_delay_ms),
+                    paths,
+                ));
+                deleted += 1;
+            }
+        }
+        let first = self
+            .segments
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(self.log_end_offset);
+        if first > self.log_start_offset {
+            self.log_start_offset = first;
+            self.epochs.truncate_from_start(first);
+            self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+        }
+        tracing::info!(tp = %self.tp, deleted, reason = ?decision.reason, log_start = self.log_start_offset, "retention deleted segments");
+        self.delete_expired_files(now_ms);
+        Ok(deleted)
+    }
+
+    /// Physically deletes `.deleted` files whose delay has passed.
+    pub fn delete_expired_files(&mut self, now_ms: i64) {
+        self.pending_deletes.retain(|(due, paths)| {
+            if *due <= now_ms {
+                remove_files(paths);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// Flushes everything (recovery point = log end offset).
+    pub fn flush(&mut self, now_ms: i64) -> Result<()> {
+        if let Some(plan) = self.inactive_flush_plan() {
+            plan.execute().at(&self.dir)?;
+            self.complete_flush(&plan);
+        }
+        self.active().flush()?;
+        self.recovery_point = self.log_end_offset;
+        self.sync.mark_synced(self.log_end_offset);
+        self.unflushed_messages = 0;
+        self.last_flush_ms = now_ms;
+        Ok(())
+    }
+
+    /// Orderly close: final index entries, trimmed indexes, everything flushed.
+    pub fn close(&mut self, now_ms: i64) -> Result<()> {
+        self.active_mut().on_become_inactive()?;
+        self.flush(now_ms)?;
+        self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+        Ok(())
+    }
+}
+
+/// Errors of [`Log::delete_records`].
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteRecordsError {
+    #[error("the topic's cleanup.policy does not include delete")]
+    PolicyViolation,
+    #[error("offset {offset} is above the high watermark {high_watermark} or negative")]
+    OffsetOutOfRange { offset: i64, high_watermark: i64 },
+    #[error(transparent)]
+    Storage(StorageError),
+}
+
+pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+pub(crate) fn remove_files(paths: &[PathBuf]) {
+    for p in paths {
+        if let Err(e) = std::fs::remove_file(p)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %p.display(), error = %e, "could not delete file");
+        }
+    }
+}
+
+/// Work to make rolled segments durable without holding the log's lock during the fsyncs.
+#[derive(Debug)]
+pub struct FlushPlan {
+    pub files: Vec<Arc<std::fs::File>>,
+    pub index_paths: Vec<PathBuf>,
+    pub new_recovery_point: i64,
+}
+
+impl FlushPlan {
+    /// Performs the fsyncs (no lock held).
+    pub fn execute(&self) -> std::io::Result<()> {
+        for f in &self.files {
+            f.sync_data()?;
+        }
+        for p in &self.index_paths {
+            match std::fs::File::open(p) {
+                Ok(f) => f.sync_data()?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Log {
+    /// What to fsync so the recovery point can move to the active segment's base, if anything.
+    pub fn inactive_flush_plan(&self) -> Option<FlushPlan> {
+        let active_base = self.active().base_offset();
+        if self.recovery_point >= active_base {
+            return None;
+        }
+        let rp = self.recovery_point;
+        let keys: Vec<i64> = self.segments.keys().copied().collect();
+        let mut plan = FlushPlan {
+            files: Vec::new(),
+            index_paths: Vec::new(),
+            new_recovery_point: active_base,
+        };
+        for (i, (base, seg)) in self.segments.range(..active_base).enumerate() {
+            let upper = keys.get(i + 1).copied().unwrap_or(active_base);
+            if upper > rp || *base >= rp {
+                plan.files.push(Arc::clone(seg.file()));
+                plan.index_paths
+                    .push(seg.offset_index().path().to_path_buf());
+                plan.index_paths.push(seg.time_index().path().to_path_buf());
+            }
+        }
+        Some(plan)
+    }
+
+    /// Records a completed [`FlushPlan`].
+    pub fn complete_flush(&mut self, plan: &FlushPlan) {
+        self.recovery_point = self
+            .recovery_point
+            .max(plan.new_recovery_point.min(self.log_end_offset));
+    }
+
+    /// Whether `flush.messages` / `flush.ms` ask for a full flush now.
+    pub fn flush_due(&self, now_ms: i64) -> bool {
+        self.unflushed_messages >= self.config.flush_messages
+            || (self.unflushed_messages > 0
+                && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms)
+    }
+}

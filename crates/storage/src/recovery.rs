@@ -1,0 +1,241 @@
+//! Loading a partition directory, and recovery after an unclean shutdown (spec §2.8).
+//!
+//! Mental model: `.log` files are the truth; indexes, the leader-epoch cache and in-memory
+//! offsets are derived. Loading (1) deletes leftovers of interrupted operations, (2) opens every
+//! segment, rebuilding any whose index is missing or fails its sanity check, (3) after an unclean
+//! shutdown re-validates every batch from the segment holding the recovery point onwards: the
+//! first batch with a bad header, a bad CRC, a torn length or a non-increasing offset ends the log
+//! there (the file is cut at that byte and all later segments are deleted), (4) derives the log
+//! end offset and clamps the start offset, recovery point and high watermark.
+//!
+//! Invariant: after `Log::open` returns, no byte past a batch that failed validation is reachable,
+//! and every index entry points at a validated batch boundary.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use skiff_record::BatchView;
+use skiff_types::TopicPartition;
+
+use crate::config::LogConfig;
+use crate::error::{IoContext, Result};
+use crate::leader_epoch::LeaderEpochCache;
+use crate::log::{LEADER_EPOCH_FILE, LoadReport, Log, LogOpenOptions, remove_files};
+use crate::segment::scan::BatchReader;
+use crate::segment::{
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, parse_base_offset,
+    segment_file,
+};
+use crate::sync::SyncState;
+
+/// Suffixes of files left by interrupted operations; deleted on load.
+const LEFTOVER_SUFFIXES: &[&str] = &[DELETED_SUFFIX, ".cleaned", ".swap", ".tmp"];
+
+impl Log {
+    /// Opens (creating if needed) the log in `dir`, recovering it if the shutdown was unclean.
+    pub fn open(
+        dir: &Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        opts: LogOpenOptions,
+    ) -> Result<(Log, LoadReport)> {
+        std::fs::create_dir_all(dir).at(dir)?;
+        let mut report = LoadReport::default();
+        let mut bases = Vec::new();
+        let mut index_files = Vec::new();
+        for entry in std::fs::read_dir(dir).at(dir)? {
+            let entry = entry.at(dir)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if LEFTOVER_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+                remove_files(&[entry.path()]);
+                continue;
+            }
+            if let Some(base) = parse_base_offset(&name, LOG_SUFFIX) {
+                bases.push(base);
+            } else if let Some(base) = parse_base_offset(&name, INDEX_SUFFIX)
+                .or_else(|| parse_base_offset(&name, TIME_INDEX_SUFFIX))
+            {
+                index_files.push((base, entry.path()));
+            }
+        }
+        bases.sort_unstable();
+        for (base, path) in index_files {
+            if bases.binary_search(&base).is_err() {
+                tracing::info!(path = %path.display(), "deleting orphan index file");
+                remove_files(&[path]);
+            }
+        }
+
+        let mut log = Log {
+            dir: dir.to_path_buf(),
+            tp,
+            config,
+            segments: BTreeMap::new(),
+            log_start_offset: opts.log_start_offset.max(0),
+            log_end_offset: 0,
+            recovery_point: opts.recovery_point.max(0),
+            high_watermark: opts.high_watermark,
+            epochs: LeaderEpochCache::load(dir.join(LEADER_EPOCH_FILE)),
+            sync: Arc::new(SyncState::new(Arc::new(tempfile_placeholder(dir)?), 0, 0)),
+            unflushed_messages: 0,
+            last_flush_ms: opts.now_ms,
+            pending_deletes: Vec::new(),
+        };
+
+        let mut needs_rebuild = Vec::new();
+        for &base in &bases {
+            let had_index = segment_file(dir, base, INDEX_SUFFIX).exists()
+                && segment_file(dir, base, TIME_INDEX_SUFFIX).exists();
+            let seg = LogSegment::open(dir, base, log.segment_options(base, opts.now_ms), false)?;
+            let sane = had_index
+                && seg.offset_index().sanity_check(seg.size()).is_ok()
+                && seg.time_index().sanity_check().is_ok();
+            if !sane {
+                needs_rebuild.push(base);
+            }
+            log.segments.insert(base, seg);
+        }
+        report.segments = log.segments.len();
+
+        // Which segments to re-validate: after an unclean shutdown, every segment that may hold
+        // data past the recovery point; always, any segment whose index is unusable.
+        let mut to_recover: Vec<i64> = Vec::new();
+        if !opts.clean_shutdown {
+            let keys: Vec<i64> = log.segments.keys().copied().collect();
+            for (i, base) in keys.iter().enumerate() {
+                let upper = keys.get(i + 1).copied().unwrap_or(i64::MAX);
+                if upper > log.recovery_point {
+                    to_recover.push(*base);
+                }
+            }
+        }
+        for b in needs_rebuild {
+            if !to_recover.contains(&b) {
+                to_recover.push(b);
+            }
+        }
+        to_recover.sort_unstable();
+        for base in to_recover {
+            let Some(seg) = log.segments.get_mut(&base) else {
+                continue;
+            };
+            let truncated = recover_segment(seg, &mut log.epochs)?;
+            report.recovered_segments += 1;
+            if truncated > 0 {
+                report.truncated_bytes += truncated;
+                tracing::warn!(tp = %log.tp, base, truncated, "recovery truncated an invalid tail");
+                let later: Vec<i64> = log.segments.range(base + 1..).map(|(b, _)| *b).collect();
+                for b in later {
+                    if let Some(mut s) = log.segments.remove(&b) {
+                        let paths = s.rename_with_suffix(DELETED_SUFFIX)?;
+                        remove_files(&paths);
+                        report.deleted_segments += 1;
+                    }
+                }
+                break;
+            }
+        }
+        report.rebuilt_indexes = report.recovered_segments;
+
+        log.finish_load(opts)?;
+        Ok((log, report))
+    }
+
+    /// Derives offsets after the segments are known good.
+    fn finish_load(&mut self, opts: LogOpenOptions) -> Result<()> {
+        if self.segments.is_empty() {
+            let start = self.log_start_offset;
+            let seg = LogSegment::open(
+                &self.dir,
+                start,
+                self.segment_options(start, opts.now_ms),
+                true,
+            )?;
+            self.segments.insert(start, seg);
+        }
+        let end = {
+            let last = self.active();
+            let start = u64::from(last.offset_index().last_entry().1).min(last.size());
+            let mut end = last.base_offset();
+            let mut scan = last.headers_from(start);
+            while let Some(h) = scan.next_header().at(last.log_path())? {
+                end = h.next_offset();
+            }
+            end
+        };
+        self.log_end_offset = end;
+        if end < self.log_start_offset {
+            tracing::warn!(tp = %self.tp, end, start = self.log_start_offset, "log ends before its start offset; restarting it empty");
+            let start = self.log_start_offset;
+            self.truncate_fully_and_start_at(start)?;
+        }
+        let last_base = self.active().base_offset();
+        for seg in self.segments.values_mut() {
+            seg.load_tail_state()?;
+            if seg.base_offset() != last_base {
+                seg.on_become_inactive()?;
+            }
+        }
+        let max_index = self.config.segment_index_bytes;
+        self.active_mut().make_active(max_index)?;
+        let first = self.segments.keys().next().copied().unwrap_or(0);
+        self.log_start_offset = self.log_start_offset.max(first);
+        self.recovery_point = self.recovery_point.min(self.log_end_offset);
+        self.high_watermark = opts
+            .high_watermark
+            .clamp(self.log_start_offset, self.log_end_offset);
+        self.epochs.truncate_from_end(self.log_end_offset);
+        self.epochs.truncate_from_start(self.log_start_offset);
+        self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+        let file = Arc::clone(self.active().file());
+        self.sync = Arc::new(SyncState::new(
+            file,
+            self.log_end_offset,
+            self.recovery_point,
+        ));
+        Ok(())
+    }
+}
+
+/// A throwaway handle used only until the real active segment is known.
+fn tempfile_placeholder(dir: &Path) -> Result<std::fs::File> {
+    std::fs::File::open(dir).at(dir)
+}
+
+/// Re-validates every batch of `seg`, rebuilding its indexes; cuts the file at the first invalid
+/// batch. Returns the number of bytes cut.
+pub(crate) fn recover_segment(seg: &mut LogSegment, epochs: &mut LeaderEpochCache) -> Result<u64> {
+    let file = Arc::clone(seg.file());
+    let size = seg.size();
+    let base = seg.base_offset();
+    seg.reset_indexes();
+    let mut valid = 0u64;
+    let mut next_expected = base;
+    let mut reader = BatchReader::new(&file, 0, size);
+    while let Some((h, bytes)) = reader.next_batch().at(seg.log_path())? {
+        let ok = BatchView::new(bytes).is_ok_and(|v| v.verify_crc().is_ok())
+            && h.base_offset >= next_expected
+            && h.last_offset - base <= i64::from(i32::MAX);
+        if !ok {
+            tracing::warn!(path = %seg.log_path().display(), position = h.position, "invalid batch found during recovery");
+            break;
+        }
+        if h.partition_leader_epoch >= 0
+            && epochs
+                .latest_epoch()
+                .is_none_or(|e| h.partition_leader_epoch > e)
+        {
+            epochs.assign(h.partition_leader_epoch, h.base_offset);
+        }
+        seg.reindex_batch(&h)?;
+        valid = h.end_position();
+        next_expected = h.next_offset();
+    }
+    if let Some(stop) = reader.stop_reason() {
+        tracing::warn!(path = %seg.log_path().display(), ?stop, "recovery stopped at a torn or invalid tail");
+    }
+    let cut = size - valid;
+    seg.truncate_file(valid)?;
+    Ok(cut)
+}
