@@ -23,6 +23,9 @@ pub mod segment;
 pub mod sync;
 pub mod validate;
 
+#[cfg(test)]
+mod log_tests;
+
 pub use config::{LogConfig, TopicCompression};
 pub use error::StorageError;
 pub use log::{AppendInfo, LoadReport, Log, LogOpenOptions};

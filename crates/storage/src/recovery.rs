@@ -120,7 +120,7 @@ impl Log {
             let Some(seg) = log.segments.get_mut(&base) else {
                 continue;
             };
-            let truncated = recover_segment(seg, &mut log.epochs)?;
+            let truncated = recover_segment(seg, &mut log.epochs, log.config.segment_index_bytes)?;
             report.recovered_segments += 1;
             if truncated > 0 {
                 report.truncated_bytes += truncated;
@@ -205,10 +205,16 @@ fn tempfile_placeholder(dir: &Path) -> Result<std::fs::File> {
 
 /// Re-validates every batch of `seg`, rebuilding its indexes; cuts the file at the first invalid
 /// batch. Returns the number of bytes cut.
-pub(crate) fn recover_segment(seg: &mut LogSegment, epochs: &mut LeaderEpochCache) -> Result<u64> {
+pub(crate) fn recover_segment(
+    seg: &mut LogSegment,
+    epochs: &mut LeaderEpochCache,
+    max_index_bytes: usize,
+) -> Result<u64> {
     let file = Arc::clone(seg.file());
     let size = seg.size();
     let base = seg.base_offset();
+    // Rebuild into full-size index files; load trims them again if the segment is not active.
+    seg.make_active(max_index_bytes)?;
     seg.reset_indexes();
     let mut valid = 0u64;
     let mut next_expected = base;
