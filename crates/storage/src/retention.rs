@@ -187,12 +187,12 @@ mod tests {
                 None,
             ),
             (
-                "size: keep <= 150 bytes",
+                "size: 300 bytes, limit 150: one goes (200 <= 150 + one segment)",
                 RetentionInput {
                     retention_bytes: 150,
                     ..input()
                 },
-                2,
+                1,
                 Some(RetentionReason::Size),
             ),
             (
