@@ -1,0 +1,91 @@
+//! KRaft's metadata record framing (`MetadataRecordSerde`): unsigned varints frame version (1),
+//! record type and record version, then the record body.
+
+use bytes::{Buf, Bytes, BytesMut};
+use skiff_protocol::{
+    Codec, ConfigRecord, MetadataRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord,
+    TopicRecord, WireWrite,
+};
+
+use crate::MetadataError;
+
+const FRAME_VERSION: u32 = 1;
+
+/// The records the store writes and replays.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Record {
+    Topic(TopicRecord),
+    Partition(PartitionRecord),
+    Config(ConfigRecord),
+    RemoveTopic(RemoveTopicRecord),
+    ProducerIds(ProducerIdsRecord),
+}
+
+fn frame<R: MetadataRecord>(r: &R, version: i16) -> Result<Bytes, MetadataError> {
+    let mut out = BytesMut::new();
+    out.put_uvarint(FRAME_VERSION);
+    out.put_uvarint(R::RECORD_TYPE as u32);
+    out.put_uvarint(version as u32);
+    r.encode(&mut out, version)
+        .map_err(|e| MetadataError::Storage(e.to_string()))?;
+    Ok(out.freeze())
+}
+
+impl Record {
+    pub(crate) fn encode(&self) -> Result<Bytes, MetadataError> {
+        match self {
+            Record::Topic(r) => frame(r, 0),
+            Record::Partition(r) => frame(r, 0),
+            Record::Config(r) => frame(r, 0),
+            Record::RemoveTopic(r) => frame(r, 0),
+            Record::ProducerIds(r) => frame(r, 0),
+        }
+    }
+
+    /// Decodes one framed record; unknown record types are `Ok(None)` (skipped on replay).
+    pub(crate) fn decode(mut buf: Bytes) -> Result<Option<Record>, MetadataError> {
+        let bad = |what: &str| MetadataError::Storage(format!("malformed metadata record: {what}"));
+        let frame_version = read_uvarint(&mut buf).ok_or_else(|| bad("frame version"))?;
+        if frame_version != FRAME_VERSION {
+            return Err(bad("unknown frame version"));
+        }
+        let kind = read_uvarint(&mut buf).ok_or_else(|| bad("record type"))?;
+        let version = read_uvarint(&mut buf).ok_or_else(|| bad("record version"))?;
+        let version = i16::try_from(version).map_err(|_| bad("record version"))?;
+        let err = |e: skiff_protocol::DecodeError| MetadataError::Storage(e.to_string());
+        let rec = match i16::try_from(kind).map_err(|_| bad("record type"))? {
+            TopicRecord::RECORD_TYPE => {
+                Record::Topic(TopicRecord::decode(&mut buf, version).map_err(err)?)
+            }
+            PartitionRecord::RECORD_TYPE => {
+                Record::Partition(PartitionRecord::decode(&mut buf, version).map_err(err)?)
+            }
+            ConfigRecord::RECORD_TYPE => {
+                Record::Config(ConfigRecord::decode(&mut buf, version).map_err(err)?)
+            }
+            RemoveTopicRecord::RECORD_TYPE => {
+                Record::RemoveTopic(RemoveTopicRecord::decode(&mut buf, version).map_err(err)?)
+            }
+            ProducerIdsRecord::RECORD_TYPE => {
+                Record::ProducerIds(ProducerIdsRecord::decode(&mut buf, version).map_err(err)?)
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(rec))
+    }
+}
+
+fn read_uvarint(buf: &mut Bytes) -> Option<u32> {
+    let mut value: u32 = 0;
+    for i in 0..5 {
+        if !buf.has_remaining() {
+            return None;
+        }
+        let b = buf.get_u8();
+        value |= u32::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}

@@ -1,0 +1,86 @@
+//! Store tests: every mutation survives a reopen; ids are never reused.
+
+use std::collections::BTreeMap;
+
+use crate::{MetadataError, MetadataStore, validate_topic_name};
+
+fn dir() -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("__cluster_metadata-0");
+    (t, p)
+}
+
+#[test]
+fn topics_configs_partitions_survive_reopen() {
+    let (_t, p) = dir();
+    let cluster;
+    let id;
+    {
+        let s = MetadataStore::open(&p, 1).unwrap();
+        cluster = s.cluster_id();
+        assert_eq!(cluster.len(), 22);
+        let cfg = BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]);
+        id = s.create_topic("orders", 3, cfg).unwrap().id;
+        s.create_topic("gone", 1, BTreeMap::new()).unwrap();
+        assert!(matches!(
+            s.create_topic("orders", 1, BTreeMap::new()),
+            Err(MetadataError::TopicAlreadyExists(_))
+        ));
+        s.delete_topic("gone").unwrap();
+        s.create_partitions("orders", 5).unwrap();
+        assert!(matches!(
+            s.create_partitions("orders", 4),
+            Err(MetadataError::InvalidPartitions(_))
+        ));
+        s.set_topic_configs(
+            "orders",
+            BTreeMap::from([("segment.ms".to_string(), "60000".to_string())]),
+        )
+        .unwrap();
+    }
+    let s = MetadataStore::open(&p, 1).unwrap();
+    assert_eq!(s.cluster_id(), cluster);
+    let img = s.image();
+    let t = img.topic("orders").unwrap();
+    assert_eq!(t.partitions, 5);
+    assert_eq!(t.id, id);
+    assert_eq!(
+        t.configs,
+        BTreeMap::from([("segment.ms".to_string(), "60000".to_string())])
+    );
+    assert!(img.topic("gone").is_none());
+    assert_eq!(img.topic_by_id(&id).unwrap().name, "orders");
+}
+
+#[test]
+fn producer_ids_never_reused_across_restarts() {
+    let (_t, p) = dir();
+    let first: Vec<i64> = {
+        let s = MetadataStore::open(&p, 1).unwrap();
+        (0..3).map(|_| s.allocate_producer_id().unwrap()).collect()
+    };
+    assert_eq!(first, vec![0, 1, 2]);
+    let s = MetadataStore::open(&p, 1).unwrap();
+    let next = s.allocate_producer_id().unwrap();
+    assert!(
+        next >= crate::PRODUCER_ID_BLOCK_SIZE,
+        "restart starts a new block, got {next}"
+    );
+}
+
+#[test]
+fn topic_names() {
+    for (name, ok) in [
+        ("a", true),
+        ("a.b_c-D9", true),
+        ("", false),
+        (".", false),
+        ("..", false),
+        ("a b", false),
+        ("ä", false),
+    ] {
+        assert_eq!(validate_topic_name(name).is_ok(), ok, "{name:?}");
+    }
+    assert!(validate_topic_name(&"x".repeat(249)).is_ok());
+    assert!(validate_topic_name(&"x".repeat(250)).is_err());
+}
