@@ -1,0 +1,5 @@
+//! Unit tests that need crate internals (the generated `Random` impls): differential tests
+//! against `kafka-protocol` and round trips of the internal records.
+
+mod differential;
+mod internal_records;

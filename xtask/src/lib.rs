@@ -1,0 +1,25 @@
+//! Skiff's developer tasks. The only one so far is `codegen`: it turns Kafka's JSON message
+//! definitions (`../shared/kafka-message-specs`, override with `SKIFF_MESSAGE_SPECS`) into the
+//! Rust codec in `crates/protocol/src/generated/`.
+//!
+//! Pipeline: [`model`] (serde mirror of the JSON, comment stripping, version ranges) ->
+//! [`ir`] (resolved structs with versions clipped to what Skiff generates) -> [`emit`] /
+//! [`emit_random`] / [`emit_files`] (Rust source as strings) -> rustfmt -> write or compare
+//! ([`codegen`]). What gets generated, and for which versions, is the one table in [`table`].
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod codegen;
+pub mod emit;
+pub mod emit_files;
+pub mod emit_random;
+pub mod ir;
+pub mod model;
+pub mod names;
+pub mod table;
+
+/// The repository root (the parent of this crate's directory).
+pub fn repo_root() -> std::path::PathBuf {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(std::path::Path::to_path_buf).unwrap_or_else(|| here.to_path_buf())
+}

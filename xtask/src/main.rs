@@ -1,0 +1,43 @@
+//! `cargo run -p xtask -- codegen [--check]`: see the library docs.
+
+use std::process::ExitCode;
+
+use xtask::codegen::{Outcome, run};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (task, rest) = match args.split_first() {
+        Some((t, r)) => (t.as_str(), r),
+        None => ("", &[][..]),
+    };
+    match (task, rest) {
+        ("codegen", []) | ("codegen", [_]) if rest.iter().all(|a| a == "--check") => {
+            let check = !rest.is_empty();
+            match run(&xtask::repo_root(), check) {
+                Ok(Outcome::Written(n)) => {
+                    println!("codegen: wrote {n} files");
+                    ExitCode::SUCCESS
+                }
+                Ok(Outcome::UpToDate) => {
+                    println!("codegen --check: generated code is up to date");
+                    ExitCode::SUCCESS
+                }
+                Ok(Outcome::Drift(files)) => {
+                    eprintln!("codegen --check: generated code differs; run `cargo run -p xtask -- codegen`:");
+                    for f in files {
+                        eprintln!("  {f}");
+                    }
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("codegen: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        _ => {
+            eprintln!("usage: cargo run -p xtask -- codegen [--check]");
+            ExitCode::from(2)
+        }
+    }
+}
