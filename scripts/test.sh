@@ -15,7 +15,7 @@ trap 'rc=$?; [ -n "${PHASE:-}" ] && echo "=== phase ${PHASE} ended (exit ${rc}) 
 
 # Debian packages the build and the client-compatibility tests use. Installed only if missing,
 # so a warm machine skips apt entirely.
-APT_PACKAGES=(zlib1g-dev libzstd-dev)
+APT_PACKAGES=(zlib1g-dev libzstd-dev kcat python3-confluent-kafka)
 
 phase "install system packages"
 missing=()
@@ -29,6 +29,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 command -v cargo-nextest >/dev/null 2>&1 || cargo install --locked cargo-nextest
+
+phase "install client libraries (.venv, npm)"
+# PyPI clients pinned in compat/requirements.txt, in ./.venv (Debian's clients stay under /usr/bin/python3).
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -r compat/requirements.txt
+# kafkajs, pinned by compat/package-lock.json.
+(cd compat && npm ci --no-audit --no-fund --loglevel=error)
 
 phase "format check"
 cargo fmt --all -- --check
