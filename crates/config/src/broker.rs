@@ -92,7 +92,11 @@ fn normalise(spec: &KeySpec, value: &str) -> String {
 
 /// Classifies a static key: `Ok(Some(spec))` for catalogue keys, `Ok(None)` for accepted
 /// passthrough keys, or the unknown-key error with a suggestion.
-fn classify(key: &str, origin: Origin, statics: &BTreeMap<String, String>) -> Result<Option<&'static KeySpec>, ConfigError> {
+fn classify(
+    key: &str,
+    origin: Origin,
+    statics: &BTreeMap<String, String>,
+) -> Result<Option<&'static KeySpec>, ConfigError> {
     if let Some(spec) = keys::broker_key(key) {
         return Ok(Some(spec));
     }
@@ -115,7 +119,10 @@ fn classify(key: &str, origin: Origin, statics: &BTreeMap<String, String>) -> Re
             .unwrap_or("rlmm.config."),
         "config.providers",
     ];
-    if plugin_prefixes.iter().any(|p| !p.is_empty() && key.starts_with(p)) {
+    if plugin_prefixes
+        .iter()
+        .any(|p| !p.is_empty() && key.starts_with(p))
+    {
         return Ok(None);
     }
     let suggestion = keys::topic_key(key)
@@ -138,7 +145,10 @@ impl BrokerConfig {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let raw: BTreeMap<String, String> = merged.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect();
+        let raw: BTreeMap<String, String> = merged
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect();
         let mut origins = BTreeMap::new();
         let mut passthrough = BTreeMap::new();
         for (key, (value, origin)) in &merged {
@@ -182,7 +192,9 @@ impl BrokerConfig {
         let listeners_value = self.value("listeners").unwrap_or_default();
         self.listeners = listeners::parse_listeners("listeners", &listeners_value)?;
         self.advertised = match self.value("advertised.listeners") {
-            Some(a) if !a.trim().is_empty() => listeners::parse_advertised("advertised.listeners", &a)?,
+            Some(a) if !a.trim().is_empty() => {
+                listeners::parse_advertised("advertised.listeners", &a)?
+            }
             _ if !self.origins.contains_key("listeners") => {
                 listeners::parse_advertised("advertised.listeners", DEFAULT_ADVERTISED)?
             }
@@ -221,9 +233,11 @@ impl BrokerConfig {
     /// The effective value of a broker key: dynamic per-broker > dynamic default > static >
     /// Kafka default. `None` is Kafka's null.
     pub fn value(&self, key: &str) -> Option<String> {
-        self.explicit(key)
-            .map(|(v, _)| v.to_string())
-            .or_else(|| keys::broker_key(key).and_then(|s| s.default).map(str::to_string))
+        self.explicit(key).map(|(v, _)| v.to_string()).or_else(|| {
+            keys::broker_key(key)
+                .and_then(|s| s.default)
+                .map(str::to_string)
+        })
     }
 
     /// The value set in some layer (not a Kafka default), with its source.
@@ -235,7 +249,9 @@ impl BrokerConfig {
         if let Some(v) = self.dynamic.cluster_default.get(key) {
             return Some((v, S::DynamicDefaultBrokerConfig));
         }
-        self.statics.get(key).map(|v| (v.as_str(), S::StaticBrokerConfig))
+        self.statics
+            .get(key)
+            .map(|v| (v.as_str(), S::StaticBrokerConfig))
     }
 
     fn parsed<T: std::str::FromStr>(&self, key: &str, fallback: T) -> T {
@@ -249,7 +265,8 @@ impl BrokerConfig {
     }
 
     pub fn get_bool(&self, key: &str) -> Option<bool> {
-        self.value(key).and_then(|v| v.trim().to_ascii_lowercase().parse().ok())
+        self.value(key)
+            .and_then(|v| v.trim().to_ascii_lowercase().parse().ok())
     }
 
     /// Bind listeners.
@@ -429,7 +446,9 @@ impl BrokerConfig {
         let d = LogManagerConfig::default();
         LogManagerConfig {
             log_dirs: self.log_dirs(),
-            recovery_threads_per_dir: self.parsed("num.recovery.threads.per.data.dir", 2usize).max(1),
+            recovery_threads_per_dir: self
+                .parsed("num.recovery.threads.per.data.dir", 2usize)
+                .max(1),
             retention_check_interval_ms: self.parsed("log.retention.check.interval.ms", 300_000),
             recovery_point_checkpoint_interval_ms: self
                 .parsed("log.flush.offset.checkpoint.interval.ms", 60_000),

@@ -56,25 +56,39 @@ fn broker_synonyms(name: &str) -> Vec<&'static str> {
         &["log.roll.ms", "log.roll.hours"],
         &["log.roll.jitter.ms", "log.roll.jitter.hours"],
         &["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
-        &["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+        &[
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours",
+        ],
     ];
     for g in GROUPS {
         // log.flush.scheduler.interval.ms alone is not in a group (Kafka matches only
         // log.flush.interval.ms there).
-        if g.contains(&name) && !(name == "log.flush.scheduler.interval.ms") {
+        if g.contains(&name) && name != "log.flush.scheduler.interval.ms" {
             return g.to_vec();
         }
     }
-    keys::broker_key(name).map(|k| vec![k.name]).unwrap_or_default()
+    keys::broker_key(name)
+        .map(|k| vec![k.name])
+        .unwrap_or_default()
 }
 
 /// Kafka's `configSynonyms`: layers in precedence order, then drop entries before `name`.
-fn config_synonyms(cfg: &BrokerConfig, name: &str, synonyms: &[&str], sensitive: bool) -> Vec<SynonymEntry> {
+fn config_synonyms(
+    cfg: &BrokerConfig,
+    name: &str,
+    synonyms: &[&str],
+    sensitive: bool,
+) -> Vec<SynonymEntry> {
     let mut out = Vec::new();
     let dynamic = cfg.dynamic();
     let layers: [(&BTreeMap<String, String>, ConfigSource); 3] = [
         (&dynamic.per_broker, ConfigSource::DynamicBrokerConfig),
-        (&dynamic.cluster_default, ConfigSource::DynamicDefaultBrokerConfig),
+        (
+            &dynamic.cluster_default,
+            ConfigSource::DynamicDefaultBrokerConfig,
+        ),
         (cfg.static_values(), ConfigSource::StaticBrokerConfig),
     ];
     for (map, source) in layers {
@@ -115,7 +129,10 @@ fn broker_entry(cfg: &BrokerConfig, spec: &KeySpec, per_broker: bool) -> Describ
     DescribeEntry {
         name: spec.name.to_string(),
         value: if sensitive { None } else { value },
-        source: synonyms.first().map(|s| s.source).unwrap_or(ConfigSource::DefaultConfig),
+        source: synonyms
+            .first()
+            .map(|s| s.source)
+            .unwrap_or(ConfigSource::DefaultConfig),
         read_only: spec.read_only(),
         sensitive,
         synonyms,
@@ -127,7 +144,9 @@ fn broker_entry(cfg: &BrokerConfig, spec: &KeySpec, per_broker: bool) -> Describ
 impl BrokerConfig {
     /// DescribeConfigs for this broker (BROKER resource named with its id): every key.
     pub fn describe_broker(&self) -> Vec<DescribeEntry> {
-        let mut v: Vec<DescribeEntry> = keys::all_broker_keys().map(|k| broker_entry(self, k, true)).collect();
+        let mut v: Vec<DescribeEntry> = keys::all_broker_keys()
+            .map(|k| broker_entry(self, k, true))
+            .collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
     }
@@ -173,7 +192,10 @@ impl BrokerConfig {
                 DescribeEntry {
                     name: t.name.to_string(),
                     value: if sensitive { None } else { value },
-                    source: synonyms.first().map(|s| s.source).unwrap_or(ConfigSource::DefaultConfig),
+                    source: synonyms
+                        .first()
+                        .map(|s| s.source)
+                        .unwrap_or(ConfigSource::DefaultConfig),
                     read_only: false,
                     sensitive,
                     synonyms,

@@ -33,13 +33,20 @@ pub enum AlterTarget {
 }
 
 /// Checks one key of an alter request. `value` is `None` for a delete/reset.
-pub fn validate_alter(target: &AlterTarget, key: &str, value: Option<&str>) -> Result<(), ConfigError> {
+pub fn validate_alter(
+    target: &AlterTarget,
+    key: &str,
+    value: Option<&str>,
+) -> Result<(), ConfigError> {
     validate_alter_all(target, &[(key, value)])
 }
 
 /// Checks all keys of one resource in an alter request, reporting every read-only (or
 /// per-broker-only) key in one message like Kafka does.
-pub fn validate_alter_all(target: &AlterTarget, changes: &[(&str, Option<&str>)]) -> Result<(), ConfigError> {
+pub fn validate_alter_all(
+    target: &AlterTarget,
+    changes: &[(&str, Option<&str>)],
+) -> Result<(), ConfigError> {
     if *target == AlterTarget::Topic {
         for (k, v) in changes {
             match v {
@@ -56,7 +63,8 @@ pub fn validate_alter_all(target: &AlterTarget, changes: &[(&str, Option<&str>)]
         let spec = keys::broker_key(k).ok_or_else(|| ConfigError::UnknownKey {
             key: k.to_string(),
             origin: "the alter request".to_string(),
-            suggestion: keys::did_you_mean(k, keys::all_broker_keys().map(|s| s.name)).map(str::to_string),
+            suggestion: keys::did_you_mean(k, keys::all_broker_keys().map(|s| s.name))
+                .map(str::to_string),
         })?;
         match spec.mode {
             DynamicMode::ReadOnly => read_only.push(k.to_string()),
@@ -70,7 +78,9 @@ pub fn validate_alter_all(target: &AlterTarget, changes: &[(&str, Option<&str>)]
         return Err(ConfigError::ReadOnly { keys: read_only });
     }
     if !per_broker_only.is_empty() {
-        return Err(ConfigError::PerBrokerOnly { keys: per_broker_only });
+        return Err(ConfigError::PerBrokerOnly {
+            keys: per_broker_only,
+        });
     }
     for (k, v) in changes {
         if let (Some(v), Some(spec)) = (v, keys::broker_key(k)) {
@@ -110,22 +120,46 @@ mod tests {
         let e = validate_alter(&AlterTarget::Broker, "log.dirs", Some("/x")).unwrap_err();
         assert_eq!(e.error_code(), skiff_types::ErrorCode::InvalidRequest);
         let msg = e.to_string();
-        assert!(msg.starts_with("Cannot update these configs dynamically: Set(log.dirs)"), "{msg}");
+        assert!(
+            msg.starts_with("Cannot update these configs dynamically: Set(log.dirs)"),
+            "{msg}"
+        );
         assert!(msg.contains("restart"), "{msg}");
         let e = validate_alter_all(
             &AlterTarget::ClusterDefault,
-            &[("num.partitions", Some("3")), ("log.retention.hours", Some("1"))],
+            &[
+                ("num.partitions", Some("3")),
+                ("log.retention.hours", Some("1")),
+            ],
         )
         .unwrap_err();
-        assert!(e.to_string().contains("Set(num.partitions, log.retention.hours)"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("Set(num.partitions, log.retention.hours)"),
+            "{e}"
+        );
     }
 
     #[test]
     fn dynamic_keys_are_accepted_and_validated() {
-        assert!(validate_alter(&AlterTarget::ClusterDefault, "log.retention.ms", Some("1000")).is_ok());
+        assert!(
+            validate_alter(
+                &AlterTarget::ClusterDefault,
+                "log.retention.ms",
+                Some("1000")
+            )
+            .is_ok()
+        );
         assert!(validate_alter(&AlterTarget::Broker, "log.retention.ms", Some("x")).is_err());
-        assert!(validate_alter(&AlterTarget::Broker, "listeners", Some("PLAINTEXT://:9092")).is_ok());
-        let e = validate_alter(&AlterTarget::ClusterDefault, "listeners", Some("PLAINTEXT://:9092")).unwrap_err();
+        assert!(
+            validate_alter(&AlterTarget::Broker, "listeners", Some("PLAINTEXT://:9092")).is_ok()
+        );
+        let e = validate_alter(
+            &AlterTarget::ClusterDefault,
+            "listeners",
+            Some("PLAINTEXT://:9092"),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("broker id must be specified"), "{e}");
         assert!(validate_alter(&AlterTarget::Broker, "log.retention.hourz", Some("1")).is_err());
     }
@@ -141,7 +175,10 @@ mod tests {
     #[test]
     fn apply_sets_and_removes() {
         let mut d = DynamicConfigs::default();
-        d.apply(&AlterTarget::ClusterDefault, &[("log.retention.ms", Some("5"))]);
+        d.apply(
+            &AlterTarget::ClusterDefault,
+            &[("log.retention.ms", Some("5"))],
+        );
         d.apply(&AlterTarget::Broker, &[("log.retention.ms", Some("6"))]);
         assert_eq!(d.cluster_default["log.retention.ms"], "5");
         d.apply(&AlterTarget::Broker, &[("log.retention.ms", None)]);

@@ -63,7 +63,11 @@ pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigEr
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let l = parse_one(key, entry)?;
         if out.iter().any(|o| o.name == l.name) {
-            return Err(bad(key, entry, format!("listener name {} appears twice", l.name)));
+            return Err(bad(
+                key,
+                entry,
+                format!("listener name {} appears twice", l.name),
+            ));
         }
         out.push(l);
     }
@@ -97,25 +101,37 @@ fn parse_one(key: &str, entry: &str) -> Result<Listener, ConfigError> {
         ));
     }
     let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-        let (h, p) = v6
-            .split_once("]:")
-            .ok_or_else(|| bad(key, entry, "an IPv6 host must be written [addr]:port".into()))?;
+        let (h, p) = v6.split_once("]:").ok_or_else(|| {
+            bad(
+                key,
+                entry,
+                "an IPv6 host must be written [addr]:port".into(),
+            )
+        })?;
         (h.to_string(), p)
     } else {
         let (h, p) = rest
             .rsplit_once(':')
             .ok_or_else(|| bad(key, entry, "missing `:port`".into()))?;
         if h.contains(':') {
-            return Err(bad(key, entry, "write IPv6 hosts in brackets, e.g. [::1]".into()));
+            return Err(bad(
+                key,
+                entry,
+                "write IPv6 hosts in brackets, e.g. [::1]".into(),
+            ));
         }
         (h.to_string(), p)
     };
     if host.contains('/') || host.contains(' ') {
         return Err(bad(key, entry, format!("`{host}` is not a host name")));
     }
-    let port: u16 = port
-        .parse()
-        .map_err(|_| bad(key, entry, format!("`{port}` is not a port number (0-65535)")))?;
+    let port: u16 = port.parse().map_err(|_| {
+        bad(
+            key,
+            entry,
+            format!("`{port}` is not a port number (0-65535)"),
+        )
+    })?;
     Ok(Listener {
         name: name.to_ascii_uppercase(),
         host,
@@ -173,7 +189,14 @@ mod tests {
     fn listener_parsing_table() {
         let ok = |v: &str| parse_listeners("listeners", v).unwrap();
         let l = ok("PLAINTEXT://127.0.0.1:9092");
-        assert_eq!(l, vec![Listener { name: "PLAINTEXT".into(), host: "127.0.0.1".into(), port: 9092 }]);
+        assert_eq!(
+            l,
+            vec![Listener {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9092
+            }]
+        );
         let l = ok("plaintext://:9092, SSL://[::1]:9093,INTERNAL://host-a:0");
         assert_eq!(l[0].host, "");
         assert!(l[0].is_wildcard());

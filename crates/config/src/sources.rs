@@ -111,12 +111,11 @@ pub fn read_properties_file(path: &Path) -> Result<BTreeMap<String, String>, Con
         path: path.display().to_string(),
         reason: e.to_string(),
     })?;
-    let map = java_properties::read(std::io::BufReader::new(file)).map_err(|e| {
-        ConfigError::File {
+    let map =
+        java_properties::read(std::io::BufReader::new(file)).map_err(|e| ConfigError::File {
             path: path.display().to_string(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     Ok(map
         .into_iter()
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
@@ -164,7 +163,10 @@ mod tests {
         for (var, key) in [
             ("KAFKA_LOG_DIRS", Some("log.dirs")),
             ("KAFKA_NUM_PARTITIONS", Some("num.partitions")),
-            ("KAFKA_LISTENER_NAME_INTERNAL__SSL_KEYSTORE", Some("listener.name.internal_ssl.keystore")),
+            (
+                "KAFKA_LISTENER_NAME_INTERNAL__SSL_KEYSTORE",
+                Some("listener.name.internal_ssl.keystore"),
+            ),
             ("KAFKA_SKIFF_SOME___THING", Some("skiff.some-thing")),
             ("KAFKA_OPTS", None),
             ("KAFKA_HEAP_OPTS", None),

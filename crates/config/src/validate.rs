@@ -17,11 +17,21 @@ use crate::keys::{self, ConfigType, KeySpec};
 /// Checks that `value` parses as `t`.
 pub fn check_type(key: &str, t: ConfigType, value: &str) -> Result<(), ConfigError> {
     let v = value.trim();
-    let not_number = || ConfigError::invalid(key, value, format!("Not a number of type {}", t.kafka_name()));
+    let not_number = || {
+        ConfigError::invalid(
+            key,
+            value,
+            format!("Not a number of type {}", t.kafka_name()),
+        )
+    };
     match t {
         ConfigType::Boolean => match v.to_ascii_lowercase().as_str() {
             "true" | "false" => Ok(()),
-            _ => Err(ConfigError::invalid(key, value, "Expected value to be either true or false")),
+            _ => Err(ConfigError::invalid(
+                key,
+                value,
+                "Expected value to be either true or false",
+            )),
         },
         ConfigType::Int => v.parse::<i32>().map(|_| ()).map_err(|_| not_number()),
         ConfigType::Short => v.parse::<i16>().map(|_| ()).map_err(|_| not_number()),
@@ -36,7 +46,11 @@ pub fn check_type(key: &str, t: ConfigType, value: &str) -> Result<(), ConfigErr
 
 fn at_least(key: &str, value: &str, min: i64) -> Result<(), ConfigError> {
     match value.trim().parse::<i64>() {
-        Ok(v) if v < min => Err(ConfigError::invalid(key, value.trim(), format!("Value must be at least {min}"))),
+        Ok(v) if v < min => Err(ConfigError::invalid(
+            key,
+            value.trim(),
+            format!("Value must be at least {min}"),
+        )),
         _ => Ok(()),
     }
 }
@@ -45,7 +59,11 @@ fn one_of(key: &str, value: &str, allowed: &[&str]) -> Result<(), ConfigError> {
     if allowed.contains(&value.trim()) {
         Ok(())
     } else {
-        Err(ConfigError::invalid(key, value, format!("String must be one of: {}", allowed.join(", "))))
+        Err(ConfigError::invalid(
+            key,
+            value,
+            format!("String must be one of: {}", allowed.join(", ")),
+        ))
     }
 }
 
@@ -92,8 +110,7 @@ pub fn check_broker_value(spec: &KeySpec, value: &str) -> Result<(), ConfigError
             // message naming the broker key.
             if let Some((topic, factor)) = topic_for_broker_key(name) {
                 let converted = scale(value, factor);
-                check_topic_value(topic, &converted)
-                    .map_err(|e| rename(e, topic, name, value))?;
+                check_topic_value(topic, &converted).map_err(|e| rename(e, topic, name, value))?;
             }
             Ok(())
         }
@@ -151,9 +168,9 @@ fn check_throttled_replicas(key: &str, value: &str) -> Result<(), ConfigError> {
         return Ok(());
     }
     for part in v.split(',').map(str::trim) {
-        let ok = part
-            .split_once(':')
-            .is_some_and(|(p, b)| p.trim().parse::<u32>().is_ok() && b.trim().parse::<u32>().is_ok());
+        let ok = part.split_once(':').is_some_and(|(p, b)| {
+            p.trim().parse::<u32>().is_ok() && b.trim().parse::<u32>().is_ok()
+        });
         if !ok {
             return Err(ConfigError::invalid(
                 key,
@@ -183,11 +200,17 @@ pub fn check_topic_value(key: &str, value: &str) -> Result<(), ConfigError> {
         "delete.retention.ms" | "min.compaction.lag.ms" | "delivery.delay.default.ms" => {
             at_least(key, value, 0)
         }
-        "max.compaction.lag.ms" | "min.insync.replicas" | "delivery.delay.max.ms" => at_least(key, value, 1),
+        "max.compaction.lag.ms" | "min.insync.replicas" | "delivery.delay.max.ms" => {
+            at_least(key, value, 1)
+        }
         "local.retention.ms" | "local.retention.bytes" => at_least(key, value, -2),
         "min.cleanable.dirty.ratio" => match value.trim().parse::<f64>() {
             Ok(r) if (0.0..=1.0).contains(&r) => Ok(()),
-            _ => Err(ConfigError::invalid(key, value, "Value must be between 0.0 and 1.0")),
+            _ => Err(ConfigError::invalid(
+                key,
+                value,
+                "Value must be between 0.0 and 1.0",
+            )),
         },
         "compaction.strategy" => check_strategy(key, value),
         "compaction.strategy.header" => Ok(()),
@@ -204,14 +227,20 @@ pub fn check_topic_set(effective: &BTreeMap<String, String>) -> Result<(), Confi
     let get = |k: &str| effective.get(k).map(|s| s.trim().to_string());
     let delay_on = get("delivery.delay.enable").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if delay_on {
-        let max: i64 = get("delivery.delay.max.ms").and_then(|v| v.parse().ok()).unwrap_or(900_000);
-        let retention: i64 = get("retention.ms").and_then(|v| v.parse().ok()).unwrap_or(604_800_000);
+        let max: i64 = get("delivery.delay.max.ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(900_000);
+        let retention: i64 = get("retention.ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(604_800_000);
         if retention >= 0 && retention < max {
             return Err(ConfigError::InvalidTopicConfig(format!(
                 "Invalid value {retention} for configuration retention.ms: with delivery.delay.enable=true it must be -1 or at least delivery.delay.max.ms ({max}), or delayed records could be deleted before delivery"
             )));
         }
-        let default: i64 = get("delivery.delay.default.ms").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let default: i64 = get("delivery.delay.default.ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         if default > max {
             return Err(ConfigError::InvalidTopicConfig(format!(
                 "Invalid value {default} for configuration delivery.delay.default.ms: must not exceed delivery.delay.max.ms ({max})"
@@ -234,7 +263,10 @@ mod tests {
     #[test]
     fn type_checks_use_kafka_wording() {
         let e = check_type("num.partitions", ConfigType::Int, "abc").unwrap_err();
-        assert_eq!(e.to_string(), "Invalid value abc for configuration num.partitions: Not a number of type INT");
+        assert_eq!(
+            e.to_string(),
+            "Invalid value abc for configuration num.partitions: Not a number of type INT"
+        );
         assert!(check_type("x", ConfigType::Boolean, "TRUE").is_ok());
         assert!(check_type("x", ConfigType::Boolean, "yes").is_err());
         assert!(check_type("x", ConfigType::Short, "40000").is_err());
@@ -282,10 +314,33 @@ mod tests {
 
     #[test]
     fn delivery_delay_needs_long_enough_retention() {
-        let m = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        assert!(check_topic_set(&m(&[("delivery.delay.enable", "true"), ("retention.ms", "1000")])).is_err());
-        assert!(check_topic_set(&m(&[("delivery.delay.enable", "true"), ("retention.ms", "-1")])).is_ok());
-        assert!(check_topic_set(&m(&[("delivery.delay.enable", "false"), ("retention.ms", "1000")])).is_ok());
+        let m = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert!(
+            check_topic_set(&m(&[
+                ("delivery.delay.enable", "true"),
+                ("retention.ms", "1000")
+            ]))
+            .is_err()
+        );
+        assert!(
+            check_topic_set(&m(&[
+                ("delivery.delay.enable", "true"),
+                ("retention.ms", "-1")
+            ]))
+            .is_ok()
+        );
+        assert!(
+            check_topic_set(&m(&[
+                ("delivery.delay.enable", "false"),
+                ("retention.ms", "1000")
+            ]))
+            .is_ok()
+        );
         assert!(check_topic_set(&m(&[("compaction.strategy", "header")])).is_err());
     }
 }

@@ -19,10 +19,17 @@ fn props_file(dir: &tempfile::TempDir, text: &str) -> PathBuf {
 }
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
-fn load(file: Option<PathBuf>, env_pairs: &[(&str, &str)], overrides: &[&str]) -> Result<BrokerConfig, ConfigError> {
+fn load(
+    file: Option<PathBuf>,
+    env_pairs: &[(&str, &str)],
+    overrides: &[&str],
+) -> Result<BrokerConfig, ConfigError> {
     BrokerConfig::load(ConfigSources {
         file,
         env: env(env_pairs),
@@ -33,17 +40,29 @@ fn load(file: Option<PathBuf>, env_pairs: &[(&str, &str)], overrides: &[&str]) -
 #[test]
 fn precedence_is_file_then_env_then_override() {
     let dir = tempfile::tempdir().unwrap();
-    let f = props_file(&dir, "num.partitions=2\nlog.retention.hours=10\nmessage.max.bytes=1000\n# comment\n");
+    let f = props_file(
+        &dir,
+        "num.partitions=2\nlog.retention.hours=10\nmessage.max.bytes=1000\n# comment\n",
+    );
     let c = load(Some(f.clone()), &[], &[]).unwrap();
     assert_eq!(c.num_partitions(), 2);
     assert_eq!(c.origin("num.partitions"), Some(Origin::File));
     let c = load(Some(f.clone()), &[("KAFKA_NUM_PARTITIONS", "3")], &[]).unwrap();
     assert_eq!(c.num_partitions(), 3);
     assert_eq!(c.origin("num.partitions"), Some(Origin::Env));
-    let c = load(Some(f), &[("KAFKA_NUM_PARTITIONS", "3")], &["num.partitions=4", "num.partitions=5"]).unwrap();
+    let c = load(
+        Some(f),
+        &[("KAFKA_NUM_PARTITIONS", "3")],
+        &["num.partitions=4", "num.partitions=5"],
+    )
+    .unwrap();
     assert_eq!(c.num_partitions(), 5, "later --override wins");
     assert_eq!(c.origin("num.partitions"), Some(Origin::Override));
-    assert_eq!(c.message_max_bytes(), 1000, "file values without higher layers survive");
+    assert_eq!(
+        c.message_max_bytes(),
+        1000,
+        "file values without higher layers survive"
+    );
 }
 
 #[test]
@@ -81,7 +100,10 @@ fn unknown_key_is_rejected_with_did_you_mean() {
     assert!(msg.contains("--override"), "{msg}");
     // A topic-level name at broker level points at its broker synonym.
     let e = load(None, &[], &["retention.ms=5"]).unwrap_err();
-    assert!(e.to_string().contains("did you mean `log.retention.ms`"), "{e}");
+    assert!(
+        e.to_string().contains("did you mean `log.retention.ms`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -105,11 +127,21 @@ fn unimplemented_and_passthrough_keys_are_accepted() {
 #[test]
 fn bad_values_are_rejected_with_kafka_wording() {
     let e = load(None, &[], &["num.partitions=abc"]).unwrap_err();
-    assert_eq!(e.to_string(), "Invalid value abc for configuration num.partitions: Not a number of type INT");
+    assert_eq!(
+        e.to_string(),
+        "Invalid value abc for configuration num.partitions: Not a number of type INT"
+    );
     assert!(load(None, &[], &["auto.create.topics.enable=yes"]).is_err());
     let e = load(None, &[], &["listeners=localhost:9092"]).unwrap_err();
     assert!(e.to_string().contains("NAME://host:port"), "{e}");
-    assert!(load(None, &[], &["advertised.listeners=PLAINTEXT://0.0.0.0:9092"]).is_err());
+    assert!(
+        load(
+            None,
+            &[],
+            &["advertised.listeners=PLAINTEXT://0.0.0.0:9092"]
+        )
+        .is_err()
+    );
     assert!(load(None, &[], &["bogus"]).is_err());
 }
 
@@ -117,7 +149,10 @@ fn bad_values_are_rejected_with_kafka_wording() {
 fn defaults_without_configuration() {
     let c = BrokerConfig::defaults().unwrap();
     assert_eq!(c.listeners()[0].to_string(), "PLAINTEXT://127.0.0.1:9092");
-    assert_eq!(c.advertised_listeners()[0].to_string(), "PLAINTEXT://localhost:9092");
+    assert_eq!(
+        c.advertised_listeners()[0].to_string(),
+        "PLAINTEXT://localhost:9092"
+    );
     assert_eq!(c.log_dirs(), vec![PathBuf::from("./skiff-data")]);
     assert_eq!(c.node_id(), 1);
     assert_eq!(c.offsets_topic_replication_factor(), 1);
@@ -153,19 +188,41 @@ fn kafka_documented_defaults_spot_checks() {
         ("log.dir", Some("/tmp/kafka-logs")),
         ("listeners", Some("PLAINTEXT://:9092")),
         ("producer.id.expiration.ms", Some("86400000")),
-        ("group.coordinator.rebalance.protocols", Some("classic,consumer,streams")),
+        (
+            "group.coordinator.rebalance.protocols",
+            Some("classic,consumer,streams"),
+        ),
         ("node.id", None),
     ] {
-        assert_eq!(broker_key(k).unwrap_or_else(|| panic!("{k} missing")).default, v, "{k}");
+        assert_eq!(
+            broker_key(k)
+                .unwrap_or_else(|| panic!("{k} missing"))
+                .default,
+            v,
+            "{k}"
+        );
     }
     // Keys Kafka 4.x removed are unknown.
-    for gone in ["zookeeper.connect", "log.message.format.version", "inter.broker.protocol.version"] {
+    for gone in [
+        "zookeeper.connect",
+        "log.message.format.version",
+        "inter.broker.protocol.version",
+    ] {
         assert!(broker_key(gone).is_none(), "{gone}");
     }
     assert!(broker_key("ssl.keystore.password").unwrap().sensitive());
-    assert_eq!(broker_key("log.retention.hours").unwrap().mode, skiff_config::DynamicMode::ReadOnly);
-    assert_eq!(broker_key("log.retention.ms").unwrap().mode, skiff_config::DynamicMode::ClusterWide);
-    assert_eq!(broker_key("listeners").unwrap().mode, skiff_config::DynamicMode::PerBroker);
+    assert_eq!(
+        broker_key("log.retention.hours").unwrap().mode,
+        skiff_config::DynamicMode::ReadOnly
+    );
+    assert_eq!(
+        broker_key("log.retention.ms").unwrap().mode,
+        skiff_config::DynamicMode::ClusterWide
+    );
+    assert_eq!(
+        broker_key("listeners").unwrap().mode,
+        skiff_config::DynamicMode::PerBroker
+    );
 }
 
 #[test]
@@ -174,11 +231,34 @@ fn log_config_defaults_honour_ms_over_minutes_over_hours() {
     assert_eq!(c.log_config_defaults().retention_ms, 168 * 3_600_000);
     let c = load(None, &[], &["log.retention.hours=2"]).unwrap();
     assert_eq!(c.log_config_defaults().retention_ms, 2 * 3_600_000);
-    let c = load(None, &[], &["log.retention.hours=2", "log.retention.minutes=3"]).unwrap();
+    let c = load(
+        None,
+        &[],
+        &["log.retention.hours=2", "log.retention.minutes=3"],
+    )
+    .unwrap();
     assert_eq!(c.log_config_defaults().retention_ms, 3 * 60_000);
-    let c = load(None, &[], &["log.retention.hours=2", "log.retention.minutes=3", "log.retention.ms=7"]).unwrap();
+    let c = load(
+        None,
+        &[],
+        &[
+            "log.retention.hours=2",
+            "log.retention.minutes=3",
+            "log.retention.ms=7",
+        ],
+    )
+    .unwrap();
     assert_eq!(c.log_config_defaults().retention_ms, 7);
-    let c = load(None, &[], &["log.roll.hours=1", "log.segment.bytes=2097152", "message.max.bytes=500"]).unwrap();
+    let c = load(
+        None,
+        &[],
+        &[
+            "log.roll.hours=1",
+            "log.segment.bytes=2097152",
+            "message.max.bytes=500",
+        ],
+    )
+    .unwrap();
     let l = c.log_config_defaults();
     assert_eq!(l.segment_ms, 3_600_000);
     assert_eq!(l.segment_bytes, 2_097_152);
@@ -195,7 +275,11 @@ fn topic_log_config_applies_and_validates_overrides() {
     let l = c.topic_log_config(&o).unwrap();
     assert_eq!(l.segment_bytes, 1_048_576);
     assert!(l.cleanup_policy_compact && !l.cleanup_policy_delete);
-    assert_eq!(l.retention_ms, 2 * 3_600_000, "non-overridden keys follow the broker");
+    assert_eq!(
+        l.retention_ms,
+        2 * 3_600_000,
+        "non-overridden keys follow the broker"
+    );
     o.insert("min.insync.replicas".to_string(), "0".to_string());
     let e = c.topic_log_config(&o).unwrap_err();
     assert_eq!(e.error_code(), skiff_types::ErrorCode::InvalidConfig);
@@ -212,7 +296,11 @@ fn log_manager_config_maps_broker_keys() {
     let c = load(
         None,
         &[],
-        &["log.dirs=/a,/b", "num.recovery.threads.per.data.dir=3", "log.retention.check.interval.ms=1000"],
+        &[
+            "log.dirs=/a,/b",
+            "num.recovery.threads.per.data.dir=3",
+            "log.retention.check.interval.ms=1000",
+        ],
     )
     .unwrap();
     let m = c.log_manager_config();
@@ -229,7 +317,15 @@ fn advertised_defaults_replace_wildcards() {
     let a = &c.advertised_listeners()[0];
     assert!(!a.is_wildcard());
     assert_eq!(a.port, 9092);
-    let c = load(None, &[], &["listeners=PLAINTEXT://:0", "advertised.listeners=PLAINTEXT://kafka.example:9092"]).unwrap();
+    let c = load(
+        None,
+        &[],
+        &[
+            "listeners=PLAINTEXT://:0",
+            "advertised.listeners=PLAINTEXT://kafka.example:9092",
+        ],
+    )
+    .unwrap();
     assert_eq!(c.listeners()[0].port, 0);
     assert_eq!(c.advertised_listeners()[0].host, "kafka.example");
 }
@@ -249,15 +345,34 @@ fn describe_topic_override_synonyms_in_kafka_order() {
     assert_eq!(r.value.as_deref(), Some("1234"));
     assert_eq!(r.source, ConfigSource::DynamicTopicConfig);
     assert!(!r.read_only && !r.sensitive);
-    let syn: Vec<(&str, Option<&str>, ConfigSource)> =
-        r.synonyms.iter().map(|s| (s.name.as_str(), s.value.as_deref(), s.source)).collect();
+    let syn: Vec<(&str, Option<&str>, ConfigSource)> = r
+        .synonyms
+        .iter()
+        .map(|s| (s.name.as_str(), s.value.as_deref(), s.source))
+        .collect();
     assert_eq!(
         syn,
         vec![
-            ("retention.ms", Some("1234"), ConfigSource::DynamicTopicConfig),
-            ("log.retention.ms", Some("5000"), ConfigSource::DynamicDefaultBrokerConfig),
-            ("log.retention.minutes", Some("30"), ConfigSource::StaticBrokerConfig),
-            ("log.retention.hours", Some("168"), ConfigSource::DefaultConfig),
+            (
+                "retention.ms",
+                Some("1234"),
+                ConfigSource::DynamicTopicConfig
+            ),
+            (
+                "log.retention.ms",
+                Some("5000"),
+                ConfigSource::DynamicDefaultBrokerConfig
+            ),
+            (
+                "log.retention.minutes",
+                Some("30"),
+                ConfigSource::StaticBrokerConfig
+            ),
+            (
+                "log.retention.hours",
+                Some("168"),
+                ConfigSource::DefaultConfig
+            ),
         ]
     );
     // Without an override the value comes from the broker and the source from the layer.
@@ -266,7 +381,9 @@ fn describe_topic_override_synonyms_in_kafka_order() {
     assert_eq!(r.value.as_deref(), Some("5000"));
     assert_eq!(r.source, ConfigSource::DynamicDefaultBrokerConfig);
     // Kafka drops synonyms before the primary broker name: nothing set -> no synonyms.
-    let d = BrokerConfig::defaults().unwrap().describe_topic(&BTreeMap::new());
+    let d = BrokerConfig::defaults()
+        .unwrap()
+        .describe_topic(&BTreeMap::new());
     let r = d.iter().find(|e| e.name == "retention.ms").unwrap();
     assert_eq!(r.value.as_deref(), Some("604800000"));
     assert_eq!(r.source, ConfigSource::DefaultConfig);
@@ -279,9 +396,17 @@ fn describe_topic_override_synonyms_in_kafka_order() {
 
 #[test]
 fn describe_broker_sources_and_sensitivity() {
-    let c = load(None, &[], &["ssl.keystore.password=secret", "log.retention.ms=1000"]).unwrap();
+    let c = load(
+        None,
+        &[],
+        &["ssl.keystore.password=secret", "log.retention.ms=1000"],
+    )
+    .unwrap();
     let d = c.describe_broker();
-    let pw = d.iter().find(|e| e.name == "ssl.keystore.password").unwrap();
+    let pw = d
+        .iter()
+        .find(|e| e.name == "ssl.keystore.password")
+        .unwrap();
     assert!(pw.sensitive);
     assert_eq!(pw.value, None);
     assert!(pw.synonyms.iter().all(|s| s.value.is_none()));
@@ -304,16 +429,32 @@ fn describe_broker_sources_and_sensitivity() {
 #[test]
 fn dynamic_alter_refuses_read_only_and_layers_apply() {
     let e = validate_alter(&AlterTarget::Broker, "log.dirs", Some("/tmp/x")).unwrap_err();
-    assert!(e.to_string().contains("Cannot update these configs dynamically"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("Cannot update these configs dynamically"),
+        "{e}"
+    );
     let c = BrokerConfig::defaults().unwrap();
     let mut d = DynamicConfigs::default();
-    validate_alter(&AlterTarget::ClusterDefault, "message.max.bytes", Some("2000")).unwrap();
-    d.apply(&AlterTarget::ClusterDefault, &[("message.max.bytes", Some("2000"))]);
+    validate_alter(
+        &AlterTarget::ClusterDefault,
+        "message.max.bytes",
+        Some("2000"),
+    )
+    .unwrap();
+    d.apply(
+        &AlterTarget::ClusterDefault,
+        &[("message.max.bytes", Some("2000"))],
+    );
     let c2 = c.with_dynamic(d.clone()).unwrap();
     assert_eq!(c2.message_max_bytes(), 2000);
     d.apply(&AlterTarget::Broker, &[("message.max.bytes", Some("3000"))]);
     let c3 = c.with_dynamic(d).unwrap();
-    assert_eq!(c3.message_max_bytes(), 3000, "per-broker beats cluster default");
+    assert_eq!(
+        c3.message_max_bytes(),
+        3000,
+        "per-broker beats cluster default"
+    );
     let cd = c3.describe_cluster_default();
     assert_eq!(cd.len(), 1);
     assert_eq!(cd[0].value.as_deref(), Some("2000"));

@@ -210,7 +210,11 @@ mod tests {
         sorted_unique(&SKIFF_BROKER_KEYS.iter().map(|k| k.name).collect::<Vec<_>>());
         sorted_unique(&TOPIC_KEYS.iter().map(|k| k.name).collect::<Vec<_>>());
         for k in SKIFF_BROKER_KEYS {
-            assert!(find(BROKER_KEYS, k.name).is_none(), "{} shadows Kafka", k.name);
+            assert!(
+                find(BROKER_KEYS, k.name).is_none(),
+                "{} shadows Kafka",
+                k.name
+            );
         }
     }
 
@@ -233,8 +237,14 @@ mod tests {
     #[test]
     fn did_you_mean_finds_typos() {
         let names = || all_broker_keys().map(|k| k.name);
-        assert_eq!(did_you_mean("log.retention.hour", names()), Some("log.retention.hours"));
-        assert_eq!(did_you_mean("num.partition", names()), Some("num.partitions"));
+        assert_eq!(
+            did_you_mean("log.retention.hour", names()),
+            Some("log.retention.hours")
+        );
+        assert_eq!(
+            did_you_mean("num.partition", names()),
+            Some("num.partitions")
+        );
         assert_eq!(did_you_mean("completely.different.thing", names()), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
