@@ -17,9 +17,27 @@ use crate::table::{APIS, HEADERS, INTERNAL};
 
 /// Names of hand-written items in `skiff-protocol` that generated structs must not shadow.
 const RESERVED: &[&str] = &[
-    "ApiKey", "RequestBody", "ResponseBody", "Records", "FileRegion", "Codec", "Message",
-    "Request", "MetadataRecord", "DecodeError", "EncodeError", "WireWrite", "ChunkedWriter",
-    "Chunk", "Bytes", "Uuid", "String", "Vec", "Option", "Result", "Box",
+    "ApiKey",
+    "RequestBody",
+    "ResponseBody",
+    "Records",
+    "FileRegion",
+    "Codec",
+    "Message",
+    "Request",
+    "MetadataRecord",
+    "DecodeError",
+    "EncodeError",
+    "WireWrite",
+    "ChunkedWriter",
+    "Chunk",
+    "Bytes",
+    "Uuid",
+    "String",
+    "Vec",
+    "Option",
+    "Result",
+    "Box",
 ];
 
 /// Where the definitions live: `$SKIFF_MESSAGE_SPECS`, else `<repo>/../shared/kafka-message-specs`.
@@ -42,7 +60,9 @@ fn load_resolved(specs: &Path, file: &str, clip: Option<(i16, i16)>) -> Result<M
         Some((lo, hi)) => {
             let want = Versions::new(lo, hi);
             if want.intersect(valid) != want {
-                return Err(format!("{file}: table range {lo}-{hi} exceeds validVersions {valid:?}"));
+                return Err(format!(
+                    "{file}: table range {lo}-{hi} exceeds validVersions {valid:?}"
+                ));
             }
             want
         }
@@ -63,7 +83,10 @@ pub fn load_all(specs: &Path) -> Result<(Vec<Message>, Vec<ApiIndex>), String> {
         let req = load_resolved(specs, &format!("{}Request.json", api.name), clip)?;
         let resp = load_resolved(specs, &format!("{}Response.json", api.name), clip)?;
         if req.kind != Kind::Request || resp.kind != Kind::Response || req.api_key != resp.api_key {
-            return Err(format!("{}: request/response definitions do not match", api.name));
+            return Err(format!(
+                "{}: request/response definitions do not match",
+                api.name
+            ));
         }
         apis.push((api.name, msgs.len(), msgs.len() + 1));
         msgs.push(req);
@@ -82,7 +105,10 @@ fn assign_names(msgs: &mut [Message]) -> Result<(), String> {
     let mut owners: HashMap<String, HashSet<String>> = HashMap::new();
     for m in msgs.iter() {
         for st in &m.structs[1..] {
-            owners.entry(st.json_name.clone()).or_default().insert(m.name.clone());
+            owners
+                .entry(st.json_name.clone())
+                .or_default()
+                .insert(m.name.clone());
         }
     }
     let top: HashSet<String> = msgs.iter().map(|m| m.name.clone()).collect();
@@ -98,7 +124,10 @@ fn assign_names(msgs: &mut [Message]) -> Result<(), String> {
     let mut seen = HashSet::new();
     for m in msgs.iter() {
         if RESERVED.contains(&m.name.as_str()) {
-            return Err(format!("message name {} clashes with a hand-written item", m.name));
+            return Err(format!(
+                "message name {} clashes with a hand-written item",
+                m.name
+            ));
         }
         for st in &m.structs {
             if !seen.insert(st.name.clone()) {
@@ -118,7 +147,11 @@ pub fn generate(specs: &Path) -> Result<BTreeMap<String, String>, String> {
     }
     let pairs: Vec<ApiPair<'_>> = apis
         .iter()
-        .map(|&(name, req, resp)| ApiPair { name, request: &msgs[req], response: &msgs[resp] })
+        .map(|&(name, req, resp)| ApiPair {
+            name,
+            request: &msgs[req],
+            response: &msgs[resp],
+        })
         .collect();
     files.insert("api.rs".into(), api_file(&pairs));
     files.insert("random.rs".into(), random_file(&msgs));
@@ -127,7 +160,10 @@ pub fn generate(specs: &Path) -> Result<BTreeMap<String, String>, String> {
 }
 
 /// Runs rustfmt over the files (in a temporary directory) and returns the formatted text.
-pub fn format(files: &BTreeMap<String, String>, repo_root: &Path) -> Result<BTreeMap<String, String>, String> {
+pub fn format(
+    files: &BTreeMap<String, String>,
+    repo_root: &Path,
+) -> Result<BTreeMap<String, String>, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
     let mut paths = Vec::new();
     for (name, text) in files {
@@ -141,9 +177,15 @@ pub fn format(files: &BTreeMap<String, String>, repo_root: &Path) -> Result<BTre
     if repo_root.join("rustfmt.toml").exists() || repo_root.join(".rustfmt.toml").exists() {
         cmd.arg("--config-path").arg(repo_root);
     }
-    let out = cmd.args(&paths).output().map_err(|e| format!("running rustfmt: {e}"))?;
+    let out = cmd
+        .args(&paths)
+        .output()
+        .map_err(|e| format!("running rustfmt: {e}"))?;
     if !out.status.success() {
-        return Err(format!("rustfmt failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "rustfmt failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let mut formatted = BTreeMap::new();
     for (name, p) in files.keys().zip(&paths) {
@@ -166,7 +208,9 @@ pub enum Outcome {
 
 fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>, String> {
     let mut out = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(out) };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(out);
+    };
     for e in entries {
         let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
         let name = e.file_name().to_string_lossy().into_owned();
@@ -190,8 +234,17 @@ pub fn run(repo_root: &Path, check: bool) -> Result<Outcome, String> {
             .filter(|(name, text)| existing.get(*name) != Some(*text))
             .map(|(name, _)| name.clone())
             .collect();
-        drift.extend(existing.keys().filter(|n| !files.contains_key(*n)).map(|n| format!("{n} (stale)")));
-        return Ok(if drift.is_empty() { Outcome::UpToDate } else { Outcome::Drift(drift) });
+        drift.extend(
+            existing
+                .keys()
+                .filter(|n| !files.contains_key(*n))
+                .map(|n| format!("{n} (stale)")),
+        );
+        return Ok(if drift.is_empty() {
+            Outcome::UpToDate
+        } else {
+            Outcome::Drift(drift)
+        });
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for name in existing.keys().filter(|n| !files.contains_key(*n)) {

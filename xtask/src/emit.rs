@@ -108,7 +108,11 @@ pub fn rust_type(msg: &Message, ty: &Ty) -> String {
 
 pub fn field_type(msg: &Message, f: &Field) -> String {
     let t = rust_type(msg, &f.ty);
-    if f.optional { format!("Option<{t}>") } else { t }
+    if f.optional {
+        format!("Option<{t}>")
+    } else {
+        t
+    }
 }
 
 fn int_literal(ty: &Ty, v: i64) -> String {
@@ -186,13 +190,13 @@ fn fixed_reader(ty: &Ty) -> &'static str {
 fn fixed_writer(ty: &Ty) -> &'static str {
     match ty {
         Ty::Bool => "put_bool",
-        Ty::Int8 => "put_i8",
-        Ty::Int16 => "put_i16",
-        Ty::Uint16 => "put_u16",
-        Ty::Int32 => "put_i32",
-        Ty::Uint32 => "put_u32",
-        Ty::Int64 => "put_i64",
-        Ty::Float64 => "put_f64",
+        Ty::Int8 => "put_int8",
+        Ty::Int16 => "put_int16",
+        Ty::Uint16 => "put_uint16",
+        Ty::Int32 => "put_int32",
+        Ty::Uint32 => "put_uint32",
+        Ty::Int64 => "put_int64",
+        Ty::Float64 => "put_float64",
         Ty::Uuid => "put_uuid",
         _ => unreachable!("not a fixed-size type"),
     }
@@ -246,7 +250,9 @@ impl<'a> Site<'a> {
             (Ty::Bytes, true) => format!("wire::read_nullable_bytes({buf}, {c}, {n}, {l})?"),
             (Ty::Records, false) => format!("wire::read_records({buf}, {c}, {l})?"),
             (Ty::Records, true) => format!("wire::read_nullable_records({buf}, {c}, {n}, {l})?"),
-            (Ty::Struct(i), false) => format!("{}::read({buf}, version)?", self.msg.structs[*i].name),
+            (Ty::Struct(i), false) => {
+                format!("{}::read({buf}, version)?", self.msg.structs[*i].name)
+            }
             (Ty::Struct(i), true) => {
                 let name = &self.msg.structs[*i].name;
                 let marker = if self.tagged {
@@ -262,14 +268,22 @@ impl<'a> Site<'a> {
                 if present == "true" {
                     format!("Some({name}::read({buf}, version)?)")
                 } else {
-                    format!("if {present} {{ Some({name}::read({buf}, version)?) }} else {{ None }}")
+                    format!(
+                        "if {present} {{ Some({name}::read({buf}, version)?) }} else {{ None }}"
+                    )
                 }
             }
             (Ty::Array(e), false) => {
-                format!("wire::read_array({buf}, {c}, {l}, {})?", self.elem_reader(e))
+                format!(
+                    "wire::read_array({buf}, {c}, {l}, {})?",
+                    self.elem_reader(e)
+                )
             }
             (Ty::Array(e), true) => {
-                format!("wire::read_nullable_array({buf}, {c}, {n}, {l}, {})?", self.elem_reader(e))
+                format!(
+                    "wire::read_nullable_array({buf}, {c}, {n}, {l}, {})?",
+                    self.elem_reader(e)
+                )
             }
             (fixed, _) => format!("{}({buf})?", fixed_reader(fixed)),
         }
@@ -293,31 +307,45 @@ impl<'a> Site<'a> {
         let p = format!("self.{}", self.f.ident);
         match (&self.f.ty, self.f.optional) {
             (Ty::String, false) => format!("wire::write_string(out, &{p}, {c}, {l})?;"),
-            (Ty::String, true) => format!("wire::write_nullable_string(out, {p}.as_deref(), {c}, {n}, {l})?;"),
+            (Ty::String, true) => {
+                format!("wire::write_nullable_string(out, {p}.as_deref(), {c}, {n}, {l})?;")
+            }
             (Ty::Bytes, false) => format!("wire::write_bytes(out, &{p}, {c}, {l})?;"),
-            (Ty::Bytes, true) => format!("wire::write_nullable_bytes(out, {p}.as_ref(), {c}, {n}, {l})?;"),
+            (Ty::Bytes, true) => {
+                format!("wire::write_nullable_bytes(out, {p}.as_ref(), {c}, {n}, {l})?;")
+            }
             (Ty::Records, false) => format!("wire::write_records(out, &{p}, {c}, {l})?;"),
-            (Ty::Records, true) => format!("wire::write_nullable_records(out, {p}.as_ref(), {c}, {n}, {l})?;"),
+            (Ty::Records, true) => {
+                format!("wire::write_nullable_records(out, {p}.as_ref(), {c}, {n}, {l})?;")
+            }
             (Ty::Struct(_), false) => format!("{p}.write(out, version)?;"),
             (Ty::Struct(_), true) => {
                 let (present_marker, null_marker) = if self.tagged {
                     ("out.put_uvarint(1);", "out.put_uvarint(0)")
                 } else {
-                    ("out.put_i8(1);", "out.put_i8(-1)")
+                    ("out.put_int8(1);", "out.put_int8(-1)")
                 };
                 let null_err = format!("return Err(EncodeError::NullNotAllowed {{ field: {l} }})");
                 let (some_marker, none_arms) = match &self.nullable {
-                    Cond::Always => (present_marker.to_string(), format!("None => {null_marker},")),
+                    Cond::Always => (
+                        present_marker.to_string(),
+                        format!("None => {null_marker},"),
+                    ),
                     Cond::Never => (String::new(), format!("None => {null_err},")),
                     Cond::Expr(e) => (
                         format!("if {e} {{ {present_marker} }}"),
                         format!("None if {e} => {null_marker}, None => {null_err},"),
                     ),
                 };
-                format!("match &{p} {{ Some(v) => {{ {some_marker} v.write(out, version)?; }} {none_arms} }}")
+                format!(
+                    "match &{p} {{ Some(v) => {{ {some_marker} v.write(out, version)?; }} {none_arms} }}"
+                )
             }
             (Ty::Array(e), false) => {
-                format!("wire::write_array(out, &{p}, {c}, {l}, {})?;", self.elem_writer(e))
+                format!(
+                    "wire::write_array(out, &{p}, {c}, {l}, {})?;",
+                    self.elem_writer(e)
+                )
             }
             (Ty::Array(e), true) => format!(
                 "wire::write_nullable_array(out, {p}.as_deref(), {c}, {n}, {l}, {})?;",
@@ -343,8 +371,12 @@ impl<'a> Site<'a> {
         match (&self.f.ty, self.f.optional) {
             (Ty::String, false) => format!("wire::string_size(&{p}, {c})"),
             (Ty::String, true) => format!("wire::nullable_string_size({p}.as_deref(), {c})"),
-            (Ty::Bytes, false) | (Ty::Records, false) => format!("wire::bytes_size({p}.len(), {c})"),
-            (Ty::Bytes, true) => format!("wire::nullable_bytes_size({p}.as_ref().map(Bytes::len), {c})"),
+            (Ty::Bytes, false) | (Ty::Records, false) => {
+                format!("wire::bytes_size({p}.len(), {c})")
+            }
+            (Ty::Bytes, true) => {
+                format!("wire::nullable_bytes_size({p}.as_ref().map(Bytes::len), {c})")
+            }
             (Ty::Records, true) => {
                 format!("wire::nullable_bytes_size({p}.as_ref().map(Records::len), {c})")
             }
@@ -372,7 +404,10 @@ impl<'a> Site<'a> {
                 }
                 (None, false) => format!("wire::array_size(&{p}, {c}, {})", elem_size(e)),
                 (None, true) => {
-                    format!("wire::nullable_array_size({p}.as_deref(), {c}, {})", elem_size(e))
+                    format!(
+                        "wire::nullable_array_size({p}.as_deref(), {c}, {})",
+                        elem_size(e)
+                    )
                 }
             },
             (fixed, _) => fixed.fixed_size().unwrap_or(0).to_string(),
@@ -422,7 +457,11 @@ pub fn emit_definition(msg: &Message, st: &StructDef, doc: &str) -> String {
         let _ = writeln!(out, "pub {}: {},", f.ident, field_type(msg, f));
     }
     out.push_str("}\n\n");
-    let _ = writeln!(out, "impl Default for {} {{\nfn default() -> Self {{\nSelf {{", st.name);
+    let _ = writeln!(
+        out,
+        "impl Default for {} {{\nfn default() -> Self {{\nSelf {{",
+        st.name
+    );
     for f in &st.fields {
         let _ = writeln!(out, "{}: {},", f.ident, default_expr(msg, f));
     }
@@ -438,7 +477,11 @@ pub fn param(name: &str, body: &str) -> String {
         let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
         !ident(before) && !ident(after)
     });
-    if used { name.to_string() } else { format!("_{name}") }
+    if used {
+        name.to_string()
+    } else {
+        format!("_{name}")
+    }
 }
 
 /// The `read`, `write` and `size` methods.
@@ -482,7 +525,11 @@ pub fn emit_codec(msg: &Message, st: &StructDef) -> String {
         )
     };
     read.push_str(&flexible.guard(&tag_loop));
-    let mutability = if read.contains("this.") { "let mut this" } else { "let this" };
+    let mutability = if read.contains("this.") {
+        "let mut this"
+    } else {
+        "let this"
+    };
     let read_body = format!("{mutability} = Self::default();\n{read}\nOk(this)");
 
     // write and size

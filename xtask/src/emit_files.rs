@@ -18,7 +18,11 @@ pub fn module_name(msg: &Message) -> String {
 }
 
 fn flexible_min(msg: &Message) -> i16 {
-    if msg.flexible.is_empty() { i16::MAX } else { msg.flexible.lo }
+    if msg.flexible.is_empty() {
+        i16::MAX
+    } else {
+        msg.flexible.lo
+    }
 }
 
 fn kind_doc(msg: &Message) -> String {
@@ -31,10 +35,13 @@ fn kind_doc(msg: &Message) -> String {
 
 /// Whether any field of the message has type `ty` (or is an array of it).
 fn uses(msg: &Message, ty: &Ty) -> bool {
-    msg.structs.iter().flat_map(|s| &s.fields).any(|f| match &f.ty {
-        Ty::Array(e) => **e == *ty,
-        t => t == ty,
-    })
+    msg.structs
+        .iter()
+        .flat_map(|s| &s.fields)
+        .any(|f| match &f.ty {
+            Ty::Array(e) => **e == *ty,
+            t => t == ty,
+        })
 }
 
 pub fn message_file(msg: &Message) -> String {
@@ -53,7 +60,10 @@ pub fn message_file(msg: &Message) -> String {
                 }
             )
         } else {
-            format!("Part of `{}` (`{}` in the definition).", msg.name, st.json_name)
+            format!(
+                "Part of `{}` (`{}` in the definition).",
+                msg.name, st.json_name
+            )
         };
         body.push_str(&emit_definition(msg, st, &doc));
         body.push_str(&emit_codec(msg, st));
@@ -76,10 +86,16 @@ pub fn message_file(msg: &Message) -> String {
     );
     match (msg.kind, msg.api_key) {
         (Kind::Request | Kind::Response, Some(k)) => {
-            let _ = writeln!(body, "impl crate::Message for {root} {{ const API_KEY: i16 = {k}; }}");
+            let _ = writeln!(
+                body,
+                "impl crate::Message for {root} {{ const API_KEY: i16 = {k}; }}"
+            );
         }
         (Kind::Metadata, Some(k)) => {
-            let _ = writeln!(body, "impl crate::MetadataRecord for {root} {{ const RECORD_TYPE: i16 = {k}; }}");
+            let _ = writeln!(
+                body,
+                "impl crate::MetadataRecord for {root} {{ const RECORD_TYPE: i16 = {k}; }}"
+            );
         }
         _ => {}
     }
@@ -153,17 +169,29 @@ pub fn api_file(apis: &[ApiPair<'_>]) -> String {
     }
     s.push_str("}\n}\n\n/// The first flexible request version (`i16::MAX` if none).\npub fn request_flexible_min(self) -> i16 {\nmatch self {\n");
     for a in &sorted {
-        let _ = writeln!(s, "ApiKey::{} => <{} as Codec>::FLEXIBLE_MIN,", a.name, a.request.name);
+        let _ = writeln!(
+            s,
+            "ApiKey::{} => <{} as Codec>::FLEXIBLE_MIN,",
+            a.name, a.request.name
+        );
     }
     s.push_str("}\n}\n\n/// The first flexible response version (`i16::MAX` if none).\npub fn response_flexible_min(self) -> i16 {\nmatch self {\n");
     for a in &sorted {
-        let _ = writeln!(s, "ApiKey::{} => <{} as Codec>::FLEXIBLE_MIN,", a.name, a.response.name);
+        let _ = writeln!(
+            s,
+            "ApiKey::{} => <{} as Codec>::FLEXIBLE_MIN,",
+            a.name, a.response.name
+        );
     }
     s.push_str("}\n}\n}\n\n");
 
     for (kind, suffix) in [("Request", "request"), ("Response", "response")] {
         let msg = |a: &ApiPair<'_>| -> String {
-            if kind == "Request" { a.request.name.clone() } else { a.response.name.clone() }
+            if kind == "Request" {
+                a.request.name.clone()
+            } else {
+                a.response.name.clone()
+            }
         };
         let _ = writeln!(
             s,
@@ -173,7 +201,10 @@ pub fn api_file(apis: &[ApiPair<'_>]) -> String {
         for a in &sorted {
             let _ = writeln!(s, "{}({}),", a.name, msg(a));
         }
-        let _ = writeln!(s, "}}\n\nimpl {kind}Body {{\n/// The API this {suffix} belongs to.\npub fn api_key(&self) -> ApiKey {{\nmatch self {{");
+        let _ = writeln!(
+            s,
+            "}}\n\nimpl {kind}Body {{\n/// The API this {suffix} belongs to.\npub fn api_key(&self) -> ApiKey {{\nmatch self {{"
+        );
         for a in &sorted {
             let _ = writeln!(s, "{kind}Body::{0}(_) => ApiKey::{0},", a.name);
         }
@@ -183,7 +214,12 @@ pub fn api_file(apis: &[ApiPair<'_>]) -> String {
              pub fn decode(api_key: ApiKey, buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {{\nOk(match api_key {{"
         );
         for a in &sorted {
-            let _ = writeln!(s, "ApiKey::{0} => {kind}Body::{0}({1}::decode(buf, version)?),", a.name, msg(a));
+            let _ = writeln!(
+                s,
+                "ApiKey::{0} => {kind}Body::{0}({1}::decode(buf, version)?),",
+                a.name,
+                msg(a)
+            );
         }
         let _ = writeln!(
             s,

@@ -27,7 +27,11 @@ fn elem_expr(msg: &Message, ty: &Ty) -> String {
         Ty::Struct(i) => format!("{}::random(rng, version)", msg.structs[*i].name),
         Ty::Array(e) => {
             // Arrays of scalars may be long; arrays of structs stay short to bound nesting.
-            let len = if matches!(**e, Ty::Struct(_)) { "vec" } else { "long_vec" };
+            let len = if matches!(**e, Ty::Struct(_)) {
+                "vec"
+            } else {
+                "long_vec"
+            };
             format!("rng.{len}(|rng| {})", elem_expr(msg, e))
         }
     }
@@ -58,7 +62,11 @@ pub fn emit_random(msg: &Message, st: &StructDef) -> String {
             let _ = writeln!(body, "if {test} {{ {stmt} }}");
         }
     }
-    let mutability = if body.contains("this.") { "let mut this" } else { "let this" };
+    let mutability = if body.contains("this.") {
+        "let mut this"
+    } else {
+        "let this"
+    };
     let rng = param("rng", &body);
     let version = param("version", &body);
     format!(

@@ -71,7 +71,10 @@ pub enum Ty {
 impl Ty {
     /// Types that are `Copy` in Rust (passed by value in generated closures).
     pub fn is_copy(&self) -> bool {
-        !matches!(self, Ty::String | Ty::Bytes | Ty::Records | Ty::Struct(_) | Ty::Array(_))
+        !matches!(
+            self,
+            Ty::String | Ty::Bytes | Ty::Records | Ty::Struct(_) | Ty::Array(_)
+        )
     }
 
     /// Wire size for fixed-size types.
@@ -145,7 +148,11 @@ pub fn resolve(spec: &MessageSpec, range: Versions, source: &str) -> Result<Mess
         other => return Err(format!("{}: unknown message type {other:?}", spec.name)),
     };
     let flexible = Versions::parse(&spec.flexible_versions)?;
-    let mut raw = vec![RawStruct { json_name: spec.name.clone(), fields: &spec.fields, range }];
+    let mut raw = vec![RawStruct {
+        json_name: spec.name.clone(),
+        fields: &spec.fields,
+        range,
+    }];
     let mut index: HashMap<String, usize> = HashMap::new();
     index.insert(spec.name.clone(), 0);
     register(spec, &spec.fields, &mut raw, &mut index)?;
@@ -219,13 +226,19 @@ fn register<'a>(
     index: &mut HashMap<String, usize>,
 ) -> Result<(), String> {
     for f in fields {
-        let Some(name) = struct_type_name(&f.ty) else { continue };
+        let Some(name) = struct_type_name(&f.ty) else {
+            continue;
+        };
         if let Some(inline) = &f.fields {
             if index.contains_key(name) {
                 return Err(format!("{}: struct {name} defined twice", spec.name));
             }
             index.insert(name.to_string(), raw.len());
-            raw.push(RawStruct { json_name: name.to_string(), fields: inline, range: Versions::NONE });
+            raw.push(RawStruct {
+                json_name: name.to_string(),
+                fields: inline,
+                range: Versions::NONE,
+            });
             register(spec, inline, raw, index)?;
         } else if !index.contains_key(name) {
             let common = spec
@@ -234,7 +247,11 @@ fn register<'a>(
                 .find(|c| c.name == name)
                 .ok_or_else(|| format!("{}: unknown struct type {name}", spec.name))?;
             index.insert(name.to_string(), raw.len());
-            raw.push(RawStruct { json_name: name.to_string(), fields: &common.fields, range: Versions::NONE });
+            raw.push(RawStruct {
+                json_name: name.to_string(),
+                fields: &common.fields,
+                range: Versions::NONE,
+            });
             register(spec, &common.fields, raw, index)?;
         }
     }
@@ -269,8 +286,12 @@ fn propagate(
     raw[idx].range = widened;
     let fields = raw[idx].fields;
     for f in fields {
-        let Some(name) = struct_type_name(&f.ty) else { continue };
-        let child = *index.get(name).ok_or_else(|| format!("{}: unknown struct {name}", spec.name))?;
+        let Some(name) = struct_type_name(&f.ty) else {
+            continue;
+        };
+        let child = *index
+            .get(name)
+            .ok_or_else(|| format!("{}: unknown struct {name}", spec.name))?;
         let (versions, _) = field_versions(f)?;
         let reach = versions.intersect(widened);
         if !reach.is_empty() {
@@ -298,13 +319,17 @@ fn resolve_field(
         match primitive(t) {
             Some(p) => Ok(p),
             None => {
-                let i = index.get(t).ok_or_else(|| ctx(format!("unknown type {t}")))?;
+                let i = index
+                    .get(t)
+                    .ok_or_else(|| ctx(format!("unknown type {t}")))?;
                 Ok(Ty::Struct(remap[*i]))
             }
         }
     };
     let ty = match f.ty.strip_prefix("[]") {
-        Some(e) if e.starts_with("[]") => return Err(ctx("nested arrays are not supported".into())),
+        Some(e) if e.starts_with("[]") => {
+            return Err(ctx("nested arrays are not supported".into()));
+        }
         Some(e) => Ty::Array(Box::new(elem(e)?)),
         None => elem(&f.ty)?,
     };
@@ -376,7 +401,11 @@ fn parse_default(ty: &Ty, raw: Option<&serde_json::Value>) -> Result<DefaultValu
     };
     let text = text.as_deref();
     let range = |v: i64, lo: i64, hi: i64| {
-        if v < lo || v > hi { Err(format!("default {v} out of range")) } else { Ok(DefaultValue::Int(v)) }
+        if v < lo || v > hi {
+            Err(format!("default {v} out of range"))
+        } else {
+            Ok(DefaultValue::Int(v))
+        }
     };
     match ty {
         Ty::Bool => match text.map(str::to_ascii_lowercase).as_deref() {
@@ -400,7 +429,10 @@ fn parse_default(ty: &Ty, raw: Option<&serde_json::Value>) -> Result<DefaultValu
         }
         Ty::Float64 => match text {
             None | Some("") => Ok(DefaultValue::Float(0.0)),
-            Some(s) => s.parse().map(DefaultValue::Float).map_err(|e| format!("bad float {s:?}: {e}")),
+            Some(s) => s
+                .parse()
+                .map(DefaultValue::Float)
+                .map_err(|e| format!("bad float {s:?}: {e}")),
         },
         Ty::String => match text {
             Some("null") => Ok(DefaultValue::Null),
@@ -415,7 +447,9 @@ fn parse_default(ty: &Ty, raw: Option<&serde_json::Value>) -> Result<DefaultValu
         Ty::Bytes | Ty::Struct(_) | Ty::Array(_) => match text {
             Some("null") => Ok(DefaultValue::Null),
             None | Some("") => Ok(DefaultValue::Empty),
-            Some(s) => Err(format!("invalid default {s:?} for a bytes/struct/array field")),
+            Some(s) => Err(format!(
+                "invalid default {s:?} for a bytes/struct/array field"
+            )),
         },
     }
 }

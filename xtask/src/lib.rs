@@ -21,5 +21,7 @@ pub mod table;
 /// The repository root (the parent of this crate's directory).
 pub fn repo_root() -> std::path::PathBuf {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().map(std::path::Path::to_path_buf).unwrap_or_else(|| here.to_path_buf())
+    here.parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| here.to_path_buf())
 }

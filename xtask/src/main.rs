@@ -23,7 +23,9 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Ok(Outcome::Drift(files)) => {
-                    eprintln!("codegen --check: generated code differs; run `cargo run -p xtask -- codegen`:");
+                    eprintln!(
+                        "codegen --check: generated code differs; run `cargo run -p xtask -- codegen`:"
+                    );
                     for f in files {
                         eprintln!("  {f}");
                     }

@@ -68,9 +68,11 @@ impl FieldSpec {
                 .and_then(|v| u32::try_from(v).ok())
                 .map(Some)
                 .ok_or_else(|| format!("bad tag {n}")),
-            Some(serde_json::Value::String(s)) => {
-                s.trim().parse().map(Some).map_err(|e| format!("bad tag {s:?}: {e}"))
-            }
+            Some(serde_json::Value::String(s)) => s
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|e| format!("bad tag {s:?}: {e}")),
             Some(other) => Err(format!("bad tag {other}")),
         }
     }
@@ -200,7 +202,10 @@ mod tests {
         assert_eq!(Versions::parse("1").unwrap(), Versions::new(1, 1));
         assert!(Versions::parse("none").unwrap().is_empty());
         let r = Versions::new(4, 17);
-        assert_eq!(r.subtract(Versions::new(12, i16::MAX)).unwrap(), Versions::new(4, 11));
+        assert_eq!(
+            r.subtract(Versions::new(12, i16::MAX)).unwrap(),
+            Versions::new(4, 11)
+        );
         assert!(r.subtract(Versions::new(6, 8)).is_err());
         assert_eq!(r.intersect(Versions::new(0, 3)), Versions::NONE);
     }

@@ -33,7 +33,11 @@ pub fn snake_case(name: &str) -> String {
 /// A field identifier: snake_case, keywords suffixed with `_`.
 pub fn field_ident(name: &str) -> String {
     let s = snake_case(name);
-    if KEYWORDS.contains(&s.as_str()) { format!("{s}_") } else { s }
+    if KEYWORDS.contains(&s.as_str()) {
+        format!("{s}_")
+    } else {
+        s
+    }
 }
 
 #[cfg(test)]

@@ -7,5 +7,9 @@ use xtask::codegen::{Outcome, run};
 #[test]
 fn generated_code_is_up_to_date() {
     let outcome = run(&xtask::repo_root(), true).unwrap();
-    assert_eq!(outcome, Outcome::UpToDate, "run `cargo run -p xtask -- codegen`");
+    assert_eq!(
+        outcome,
+        Outcome::UpToDate,
+        "run `cargo run -p xtask -- codegen`"
+    );
 }

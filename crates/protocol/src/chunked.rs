@@ -57,7 +57,8 @@ impl ChunkedWriter {
 
     fn flush(&mut self) {
         if !self.current.is_empty() {
-            self.chunks.push(Chunk::Bytes(self.current.split().freeze()));
+            self.chunks
+                .push(Chunk::Bytes(self.current.split().freeze()));
         }
     }
 

@@ -17,7 +17,11 @@ pub enum DecodeError {
     #[error("{field}: invalid length {length}")]
     InvalidLength { field: &'static str, length: i64 },
     #[error("{field}: length {length} exceeds the {remaining} bytes remaining")]
-    LengthExceedsInput { field: &'static str, length: usize, remaining: usize },
+    LengthExceedsInput {
+        field: &'static str,
+        length: usize,
+        remaining: usize,
+    },
     #[error("{field}: null is not allowed in this version")]
     UnexpectedNull { field: &'static str },
     #[error("{field}: string is not valid UTF-8")]
@@ -27,10 +31,22 @@ pub enum DecodeError {
     #[error("{message} does not support version {version}")]
     UnsupportedVersion { message: &'static str, version: i16 },
     #[error("unknown api key {api_key} (version {api_version}, correlation id {correlation_id})")]
-    UnknownApiKey { api_key: i16, api_version: i16, correlation_id: i32 },
-    #[error("api key {api_key} version {api_version} is not supported (correlation id {correlation_id})")]
-    UnsupportedApiVersion { api_key: i16, api_version: i16, correlation_id: i32 },
-    #[error("malformed request (api key {api_key} v{api_version}, correlation id {correlation_id}): {source}")]
+    UnknownApiKey {
+        api_key: i16,
+        api_version: i16,
+        correlation_id: i32,
+    },
+    #[error(
+        "api key {api_key} version {api_version} is not supported (correlation id {correlation_id})"
+    )]
+    UnsupportedApiVersion {
+        api_key: i16,
+        api_version: i16,
+        correlation_id: i32,
+    },
+    #[error(
+        "malformed request (api key {api_key} v{api_version}, correlation id {correlation_id}): {source}"
+    )]
     MalformedRequest {
         api_key: i16,
         api_version: i16,

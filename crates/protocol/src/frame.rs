@@ -41,18 +41,29 @@ pub fn response_header_version(api_key: i16, api_version: i16) -> i16 {
 /// body are ignored, as Kafka does.
 pub fn decode_request(frame: Bytes) -> Result<(RequestHeader, RequestBody), DecodeError> {
     if frame.len() < 8 {
-        return Err(DecodeError::Truncated { needed: 8, remaining: frame.len() });
+        return Err(DecodeError::Truncated {
+            needed: 8,
+            remaining: frame.len(),
+        });
     }
     let mut fixed = &frame[..8];
     let api_key = fixed.get_i16();
     let api_version = fixed.get_i16();
     let correlation_id = fixed.get_i32();
     let Some(key) = ApiKey::from_i16(api_key) else {
-        return Err(DecodeError::UnknownApiKey { api_key, api_version, correlation_id });
+        return Err(DecodeError::UnknownApiKey {
+            api_key,
+            api_version,
+            correlation_id,
+        });
     };
     let (min, max) = key.supported_versions();
     if !(min..=max).contains(&api_version) {
-        return Err(DecodeError::UnsupportedApiVersion { api_key, api_version, correlation_id });
+        return Err(DecodeError::UnsupportedApiVersion {
+            api_key,
+            api_version,
+            correlation_id,
+        });
     }
     let wrap = |e: DecodeError| DecodeError::MalformedRequest {
         api_key,
@@ -61,14 +72,18 @@ pub fn decode_request(frame: Bytes) -> Result<(RequestHeader, RequestBody), Deco
         source: Box::new(e),
     };
     let mut buf = frame;
-    let header = RequestHeader::decode(&mut buf, request_header_version(api_key, api_version)).map_err(wrap)?;
+    let header = RequestHeader::decode(&mut buf, request_header_version(api_key, api_version))
+        .map_err(wrap)?;
     let body = RequestBody::decode(key, &mut buf, api_version).map_err(wrap)?;
     Ok((header, body))
 }
 
 fn put_size<W: WireWrite + ?Sized>(out: &mut W, size: usize) -> Result<(), EncodeError> {
-    let size = i32::try_from(size).map_err(|_| EncodeError::TooLong { field: "frame", length: size })?;
-    out.put_i32(size);
+    let size = i32::try_from(size).map_err(|_| EncodeError::TooLong {
+        field: "frame",
+        length: size,
+    })?;
+    out.put_int32(size);
     Ok(())
 }
 
@@ -81,11 +96,17 @@ pub fn encode_response<W: WireWrite + ?Sized>(
     out: &mut W,
 ) -> Result<(), EncodeError> {
     if body.api_key() != api_key {
-        return Err(EncodeError::ApiKeyMismatch { header: api_key as i16, body: body.api_key() as i16 });
+        return Err(EncodeError::ApiKeyMismatch {
+            header: api_key as i16,
+            body: body.api_key() as i16,
+        });
     }
     let header_version = response_header_version(api_key as i16, version);
     let header = ResponseHeader { correlation_id };
-    put_size(out, header.encoded_size(header_version)? + body.encoded_size(version)?)?;
+    put_size(
+        out,
+        header.encoded_size(header_version)? + body.encoded_size(version)?,
+    )?;
     header.encode(out, header_version)?;
     body.encode(out, version)
 }
@@ -98,11 +119,17 @@ pub fn encode_request<W: WireWrite + ?Sized>(
     out: &mut W,
 ) -> Result<(), EncodeError> {
     if body.api_key() as i16 != header.request_api_key {
-        return Err(EncodeError::ApiKeyMismatch { header: header.request_api_key, body: body.api_key() as i16 });
+        return Err(EncodeError::ApiKeyMismatch {
+            header: header.request_api_key,
+            body: body.api_key() as i16,
+        });
     }
     let version = header.request_api_version;
     let header_version = request_header_version(header.request_api_key, version);
-    put_size(out, header.encoded_size(header_version)? + body.encoded_size(version)?)?;
+    put_size(
+        out,
+        header.encoded_size(header_version)? + body.encoded_size(version)?,
+    )?;
     header.encode(out, header_version)?;
     body.encode(out, version)
 }
@@ -114,7 +141,8 @@ pub fn decode_response(
     frame: Bytes,
 ) -> Result<(ResponseHeader, ResponseBody), DecodeError> {
     let mut buf = frame;
-    let header = ResponseHeader::decode(&mut buf, response_header_version(api_key as i16, version))?;
+    let header =
+        ResponseHeader::decode(&mut buf, response_header_version(api_key as i16, version))?;
     let body = ResponseBody::decode(api_key, &mut buf, version)?;
     Ok((header, body))
 }

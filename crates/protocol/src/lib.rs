@@ -55,7 +55,11 @@ pub trait Codec: Sized {
     #[doc(hidden)]
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError>;
     #[doc(hidden)]
-    fn write_body<W: WireWrite + ?Sized>(&self, out: &mut W, version: i16) -> Result<(), EncodeError>;
+    fn write_body<W: WireWrite + ?Sized>(
+        &self,
+        out: &mut W,
+        version: i16,
+    ) -> Result<(), EncodeError>;
     #[doc(hidden)]
     fn body_size(&self, version: i16) -> usize;
 
@@ -70,7 +74,10 @@ pub trait Codec: Sized {
     /// Decodes one value from the front of `buf` (zero-copy for bytes and records fields).
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         if !Self::supports_version(version) {
-            return Err(DecodeError::UnsupportedVersion { message: Self::NAME, version });
+            return Err(DecodeError::UnsupportedVersion {
+                message: Self::NAME,
+                version,
+            });
         }
         Self::read_body(buf, version)
     }
@@ -78,7 +85,10 @@ pub trait Codec: Sized {
     /// Encodes the value at `version`.
     fn encode<W: WireWrite + ?Sized>(&self, out: &mut W, version: i16) -> Result<(), EncodeError> {
         if !Self::supports_version(version) {
-            return Err(EncodeError::UnsupportedVersion { message: Self::NAME, version });
+            return Err(EncodeError::UnsupportedVersion {
+                message: Self::NAME,
+                version,
+            });
         }
         self.write_body(out, version)
     }
@@ -86,7 +96,10 @@ pub trait Codec: Sized {
     /// The exact number of bytes `encode` writes at `version`.
     fn encoded_size(&self, version: i16) -> Result<usize, EncodeError> {
         if !Self::supports_version(version) {
-            return Err(EncodeError::UnsupportedVersion { message: Self::NAME, version });
+            return Err(EncodeError::UnsupportedVersion {
+                message: Self::NAME,
+                version,
+            });
         }
         Ok(self.body_size(version))
     }

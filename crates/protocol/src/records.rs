@@ -26,7 +26,9 @@ pub struct FileRegion {
 impl PartialEq for FileRegion {
     /// Same file handle (by identity), same range.
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.file, &other.file) && self.position == other.position && self.len == other.len
+        Arc::ptr_eq(&self.file, &other.file)
+            && self.position == other.position
+            && self.len == other.len
     }
 }
 

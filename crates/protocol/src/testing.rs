@@ -13,7 +13,9 @@ pub(crate) trait Random: Sized {
 #[derive(Debug, Clone)]
 pub(crate) struct TestRng(u64);
 
-const CHARS: &[char] = &['a', 'z', 'K', '0', '-', '_', '.', ' ', 'é', 'ß', '日', '本', '🦀', 'Ω'];
+const CHARS: &[char] = &[
+    'a', 'z', 'K', '0', '-', '_', '.', ' ', 'é', 'ß', '日', '本', '🦀', 'Ω',
+];
 
 impl TestRng {
     pub(crate) fn new(seed: u64) -> Self {
@@ -39,7 +41,11 @@ impl TestRng {
 
     /// Edge values a quarter of the time, otherwise uniform.
     fn int(&mut self, edges: &[i64], uniform: i64) -> i64 {
-        if self.below(4) == 0 { edges[self.below(edges.len() as u64) as usize] } else { uniform }
+        if self.below(4) == 0 {
+            edges[self.below(edges.len() as u64) as usize]
+        } else {
+            uniform
+        }
     }
 
     pub(crate) fn i8(&mut self) -> i8 {
@@ -89,8 +95,14 @@ impl TestRng {
     }
     /// Unicode strings, often empty or short.
     pub(crate) fn string(&mut self) -> String {
-        let len = if self.below(5) == 0 { 0 } else { self.below(12) };
-        (0..len).map(|_| CHARS[self.below(CHARS.len() as u64) as usize]).collect()
+        let len = if self.below(5) == 0 {
+            0
+        } else {
+            self.below(12)
+        };
+        (0..len)
+            .map(|_| CHARS[self.below(CHARS.len() as u64) as usize])
+            .collect()
     }
     pub(crate) fn bytes(&mut self) -> Bytes {
         let len = match self.below(6) {
@@ -98,7 +110,10 @@ impl TestRng {
             1 => 200 + self.below(300),
             _ => self.below(24),
         };
-        (0..len).map(|_| self.next_u64() as u8).collect::<Vec<u8>>().into()
+        (0..len)
+            .map(|_| self.next_u64() as u8)
+            .collect::<Vec<u8>>()
+            .into()
     }
     /// Short arrays (0-3 elements): used for arrays of structs.
     pub(crate) fn vec<T>(&mut self, mut f: impl FnMut(&mut Self) -> T) -> Vec<T> {
@@ -107,11 +122,19 @@ impl TestRng {
     }
     /// Arrays of scalars: usually short, sometimes a few hundred elements.
     pub(crate) fn long_vec<T>(&mut self, mut f: impl FnMut(&mut Self) -> T) -> Vec<T> {
-        let len = if self.below(8) == 0 { 100 + self.below(200) } else { self.below(4) };
+        let len = if self.below(8) == 0 {
+            100 + self.below(200)
+        } else {
+            self.below(4)
+        };
         (0..len).map(|_| f(self)).collect()
     }
     /// `None` a quarter of the time when `nullable`, else `Some`.
     pub(crate) fn maybe<T>(&mut self, nullable: bool, f: impl FnOnce(&mut Self) -> T) -> Option<T> {
-        if nullable && self.below(4) == 0 { None } else { Some(f(self)) }
+        if nullable && self.below(4) == 0 {
+            None
+        } else {
+            Some(f(self))
+        }
     }
 }

@@ -128,7 +128,7 @@ impl AlterConfigsRequestAlterConfigsResource {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i8(self.resource_type);
+        out.put_int8(self.resource_type);
         wire::write_string(
             out,
             &self.resource_name,

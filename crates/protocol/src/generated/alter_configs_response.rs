@@ -47,7 +47,7 @@ impl AlterConfigsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.responses,
@@ -134,7 +134,7 @@ impl AlterConfigsResponseAlterConfigsResourceResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -142,7 +142,7 @@ impl AlterConfigsResponseAlterConfigsResourceResponse {
             true,
             "AlterConfigsResponseAlterConfigsResourceResponse.error_message",
         )?;
-        out.put_i8(self.resource_type);
+        out.put_int8(self.resource_type);
         wire::write_string(
             out,
             &self.resource_name,

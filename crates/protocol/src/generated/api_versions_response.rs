@@ -109,7 +109,7 @@ impl ApiVersionsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_array(
             out,
             &self.api_keys,
@@ -118,7 +118,7 @@ impl ApiVersionsResponse {
             |out, e| e.write(out, version),
         )?;
         if version >= 1 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         if version >= 3 {
             let mut count: u32 = 0;
@@ -155,7 +155,7 @@ impl ApiVersionsResponse {
                     8,
                     "ApiVersionsResponse.finalized_features_epoch",
                 )?);
-                out.put_i64(self.finalized_features_epoch);
+                out.put_int64(self.finalized_features_epoch);
             }
             if version >= 3 && !self.finalized_features.is_empty() {
                 out.put_uvarint(2);
@@ -262,9 +262,9 @@ impl ApiVersion {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.api_key);
-        out.put_i16(self.min_version);
-        out.put_i16(self.max_version);
+        out.put_int16(self.api_key);
+        out.put_int16(self.min_version);
+        out.put_int16(self.max_version);
         if version >= 3 {
             out.put_uvarint(0);
         }
@@ -329,8 +329,8 @@ impl SupportedFeatureKey {
         _version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, true, "SupportedFeatureKey.name")?;
-        out.put_i16(self.min_version);
-        out.put_i16(self.max_version);
+        out.put_int16(self.min_version);
+        out.put_int16(self.max_version);
         out.put_uvarint(0);
 
         Ok(())
@@ -391,8 +391,8 @@ impl FinalizedFeatureKey {
         _version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, true, "FinalizedFeatureKey.name")?;
-        out.put_i16(self.max_version_level);
-        out.put_i16(self.min_version_level);
+        out.put_int16(self.max_version_level);
+        out.put_int16(self.min_version_level);
         out.put_uvarint(0);
 
         Ok(())

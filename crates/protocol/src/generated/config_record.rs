@@ -54,7 +54,7 @@ impl ConfigRecord {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i8(self.resource_type);
+        out.put_int8(self.resource_type);
         wire::write_string(out, &self.resource_name, true, "ConfigRecord.resource_name")?;
         wire::write_string(out, &self.name, true, "ConfigRecord.name")?;
         wire::write_nullable_string(out, self.value.as_deref(), true, true, "ConfigRecord.value")?;

@@ -72,9 +72,9 @@ impl ConsumerGroupCurrentMemberAssignmentValue {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.member_epoch);
-        out.put_i32(self.previous_member_epoch);
-        out.put_i8(self.state);
+        out.put_int32(self.member_epoch);
+        out.put_int32(self.previous_member_epoch);
+        out.put_int8(self.state);
         wire::write_array(
             out,
             &self.assigned_partitions,
@@ -158,7 +158,7 @@ impl ConsumerGroupCurrentMemberAssignmentValueTopicPartitions {
             true,
             "ConsumerGroupCurrentMemberAssignmentValueTopicPartitions.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -45,7 +45,7 @@ impl ConsumerGroupDescribeResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.groups,
@@ -169,7 +169,7 @@ impl ConsumerGroupDescribeResponseDescribedGroup {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -189,8 +189,8 @@ impl ConsumerGroupDescribeResponseDescribedGroup {
             true,
             "ConsumerGroupDescribeResponseDescribedGroup.group_state",
         )?;
-        out.put_i32(self.group_epoch);
-        out.put_i32(self.assignment_epoch);
+        out.put_int32(self.group_epoch);
+        out.put_int32(self.assignment_epoch);
         wire::write_string(
             out,
             &self.assignor_name,
@@ -204,7 +204,7 @@ impl ConsumerGroupDescribeResponseDescribedGroup {
             "ConsumerGroupDescribeResponseDescribedGroup.members",
             |out, e| e.write(out, version),
         )?;
-        out.put_i32(self.authorized_operations);
+        out.put_int32(self.authorized_operations);
         out.put_uvarint(0);
 
         Ok(())
@@ -325,7 +325,7 @@ impl Member {
             "Member.instance_id",
         )?;
         wire::write_nullable_string(out, self.rack_id.as_deref(), true, true, "Member.rack_id")?;
-        out.put_i32(self.member_epoch);
+        out.put_int32(self.member_epoch);
         wire::write_string(out, &self.client_id, true, "Member.client_id")?;
         wire::write_string(out, &self.client_host, true, "Member.client_host")?;
         wire::write_array(
@@ -491,7 +491,7 @@ impl ConsumerGroupDescribeResponseTopicPartitions {
             true,
             "ConsumerGroupDescribeResponseTopicPartitions.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -139,7 +139,7 @@ impl ConsumerGroupHeartbeatRequest {
             true,
             "ConsumerGroupHeartbeatRequest.member_id",
         )?;
-        out.put_i32(self.member_epoch);
+        out.put_int32(self.member_epoch);
         wire::write_nullable_string(
             out,
             self.instance_id.as_deref(),
@@ -154,7 +154,7 @@ impl ConsumerGroupHeartbeatRequest {
             true,
             "ConsumerGroupHeartbeatRequest.rack_id",
         )?;
-        out.put_i32(self.rebalance_timeout_ms);
+        out.put_int32(self.rebalance_timeout_ms);
         wire::write_nullable_array(
             out,
             self.subscribed_topic_names.as_deref(),
@@ -276,7 +276,7 @@ impl ConsumerGroupHeartbeatRequestTopicPartitions {
             true,
             "ConsumerGroupHeartbeatRequestTopicPartitions.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

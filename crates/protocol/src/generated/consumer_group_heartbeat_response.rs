@@ -89,8 +89,8 @@ impl ConsumerGroupHeartbeatResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
-        out.put_i16(self.error_code);
+        out.put_int32(self.throttle_time_ms);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -105,14 +105,14 @@ impl ConsumerGroupHeartbeatResponse {
             true,
             "ConsumerGroupHeartbeatResponse.member_id",
         )?;
-        out.put_i32(self.member_epoch);
-        out.put_i32(self.heartbeat_interval_ms);
+        out.put_int32(self.member_epoch);
+        out.put_int32(self.heartbeat_interval_ms);
         match &self.assignment {
             Some(v) => {
-                out.put_i8(1);
+                out.put_int8(1);
                 v.write(out, version)?;
             }
-            None => out.put_i8(-1),
+            None => out.put_int8(-1),
         }
         out.put_uvarint(0);
 
@@ -240,7 +240,7 @@ impl ConsumerGroupHeartbeatResponseTopicPartitions {
             true,
             "ConsumerGroupHeartbeatResponseTopicPartitions.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -180,7 +180,7 @@ impl ConsumerGroupMemberMetadataValue {
             true,
             "ConsumerGroupMemberMetadataValue.subscribed_topic_regex",
         )?;
-        out.put_i32(self.rebalance_timeout_ms);
+        out.put_int32(self.rebalance_timeout_ms);
         wire::write_nullable_string(
             out,
             self.server_assignor.as_deref(),
@@ -282,7 +282,7 @@ impl ClassicMemberMetadata {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.session_timeout_ms);
+        out.put_int32(self.session_timeout_ms);
         wire::write_array(
             out,
             &self.supported_protocols,

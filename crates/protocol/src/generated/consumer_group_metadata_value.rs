@@ -34,7 +34,7 @@ impl ConsumerGroupMetadataValue {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.epoch);
+        out.put_int32(self.epoch);
         out.put_uvarint(0);
 
         Ok(())

@@ -115,7 +115,7 @@ impl TopicMetadata {
     ) -> Result<(), EncodeError> {
         out.put_uuid(self.topic_id);
         wire::write_string(out, &self.topic_name, true, "TopicMetadata.topic_name")?;
-        out.put_i32(self.num_partitions);
+        out.put_int32(self.num_partitions);
         wire::write_array(
             out,
             &self.partition_metadata,
@@ -179,7 +179,7 @@ impl PartitionMetadata {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition);
+        out.put_int32(self.partition);
         wire::write_array(
             out,
             &self.racks,

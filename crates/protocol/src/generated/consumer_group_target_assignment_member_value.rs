@@ -108,7 +108,7 @@ impl ConsumerGroupTargetAssignmentMemberValueTopicPartition {
             true,
             "ConsumerGroupTargetAssignmentMemberValueTopicPartition.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

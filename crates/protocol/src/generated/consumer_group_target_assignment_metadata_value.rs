@@ -36,7 +36,7 @@ impl ConsumerGroupTargetAssignmentMetadataValue {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.assignment_epoch);
+        out.put_int32(self.assignment_epoch);
         out.put_uvarint(0);
 
         Ok(())

@@ -120,7 +120,7 @@ impl ConsumerProtocolAssignmentTopicPartition {
             false,
             "ConsumerProtocolAssignmentTopicPartition.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

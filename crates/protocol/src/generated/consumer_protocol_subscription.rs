@@ -92,7 +92,7 @@ impl ConsumerProtocolSubscription {
             )?;
         }
         if version >= 2 {
-            out.put_i32(self.generation_id);
+            out.put_int32(self.generation_id);
         }
         if version == 3 {
             wire::write_nullable_string(
@@ -178,7 +178,7 @@ impl ConsumerProtocolSubscriptionTopicPartition {
             false,
             "ConsumerProtocolSubscriptionTopicPartition.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -59,7 +59,7 @@ impl CreatePartitionsRequest {
             "CreatePartitionsRequest.topics",
             |out, e| e.write(out, version),
         )?;
-        out.put_i32(self.timeout_ms);
+        out.put_int32(self.timeout_ms);
         out.put_bool(self.validate_only);
         if version >= 2 {
             out.put_uvarint(0);
@@ -133,7 +133,7 @@ impl CreatePartitionsTopic {
         version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, version >= 2, "CreatePartitionsTopic.name")?;
-        out.put_i32(self.count);
+        out.put_int32(self.count);
         wire::write_nullable_array(
             out,
             self.assignments.as_deref(),
@@ -208,7 +208,7 @@ impl CreatePartitionsAssignment {
             version >= 2,
             "CreatePartitionsAssignment.broker_ids",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -47,7 +47,7 @@ impl CreatePartitionsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.results,
@@ -130,7 +130,7 @@ impl CreatePartitionsTopicResult {
             version >= 2,
             "CreatePartitionsTopicResult.name",
         )?;
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),

@@ -59,7 +59,7 @@ impl CreateTopicsRequest {
             "CreateTopicsRequest.topics",
             |out, e| e.write(out, version),
         )?;
-        out.put_i32(self.timeout_ms);
+        out.put_int32(self.timeout_ms);
         out.put_bool(self.validate_only);
         if version >= 5 {
             out.put_uvarint(0);
@@ -144,8 +144,8 @@ impl CreatableTopic {
         version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, version >= 5, "CreatableTopic.name")?;
-        out.put_i32(self.num_partitions);
-        out.put_i16(self.replication_factor);
+        out.put_int32(self.num_partitions);
+        out.put_int16(self.replication_factor);
         wire::write_array(
             out,
             &self.assignments,
@@ -226,14 +226,14 @@ impl CreatableReplicaAssignment {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
+        out.put_int32(self.partition_index);
         wire::write_array(
             out,
             &self.broker_ids,
             version >= 5,
             "CreatableReplicaAssignment.broker_ids",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

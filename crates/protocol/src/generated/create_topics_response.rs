@@ -47,7 +47,7 @@ impl CreateTopicsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.topics,
@@ -181,7 +181,7 @@ impl CreatableTopicResult {
         if version == 7 {
             out.put_uuid(self.topic_id);
         }
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -190,10 +190,10 @@ impl CreatableTopicResult {
             "CreatableTopicResult.error_message",
         )?;
         if version >= 5 {
-            out.put_i32(self.num_partitions);
+            out.put_int32(self.num_partitions);
         }
         if version >= 5 {
-            out.put_i16(self.replication_factor);
+            out.put_int16(self.replication_factor);
         }
         if version >= 5 {
             wire::write_nullable_array(
@@ -217,7 +217,7 @@ impl CreatableTopicResult {
                     2,
                     "CreatableTopicResult.topic_config_error_code",
                 )?);
-                out.put_i16(self.topic_config_error_code);
+                out.put_int16(self.topic_config_error_code);
             }
         }
 
@@ -319,7 +319,7 @@ impl CreatableTopicConfigs {
             "CreatableTopicConfigs.value",
         )?;
         out.put_bool(self.read_only);
-        out.put_i8(self.config_source);
+        out.put_int8(self.config_source);
         out.put_bool(self.is_sensitive);
         out.put_uvarint(0);
 

@@ -46,7 +46,7 @@ impl DeleteGroupsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.results,
@@ -118,7 +118,7 @@ impl DeletableGroupResult {
             version == 2,
             "DeletableGroupResult.group_id",
         )?;
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         if version == 2 {
             out.put_uvarint(0);
         }

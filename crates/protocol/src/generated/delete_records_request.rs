@@ -53,7 +53,7 @@ impl DeleteRecordsRequest {
             "DeleteRecordsRequest.topics",
             |out, e| e.write(out, version),
         )?;
-        out.put_i32(self.timeout_ms);
+        out.put_int32(self.timeout_ms);
         if version == 2 {
             out.put_uvarint(0);
         }
@@ -181,8 +181,8 @@ impl DeleteRecordsPartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i64(self.offset);
+        out.put_int32(self.partition_index);
+        out.put_int64(self.offset);
         if version == 2 {
             out.put_uvarint(0);
         }

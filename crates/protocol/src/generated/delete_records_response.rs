@@ -46,7 +46,7 @@ impl DeleteRecordsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.topics,
@@ -194,9 +194,9 @@ impl DeleteRecordsPartitionResult {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i64(self.low_watermark);
-        out.put_i16(self.error_code);
+        out.put_int32(self.partition_index);
+        out.put_int64(self.low_watermark);
+        out.put_int16(self.error_code);
         if version == 2 {
             out.put_uvarint(0);
         }

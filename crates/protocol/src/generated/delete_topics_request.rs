@@ -86,7 +86,7 @@ impl DeleteTopicsRequest {
                 },
             )?;
         }
-        out.put_i32(self.timeout_ms);
+        out.put_int32(self.timeout_ms);
         if version >= 4 {
             out.put_uvarint(0);
         }

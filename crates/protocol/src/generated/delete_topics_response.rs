@@ -48,7 +48,7 @@ impl DeleteTopicsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.responses,
@@ -146,7 +146,7 @@ impl DeletableTopicResult {
         if version == 6 {
             out.put_uuid(self.topic_id);
         }
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         if version >= 5 {
             wire::write_nullable_string(
                 out,

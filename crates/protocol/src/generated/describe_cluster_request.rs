@@ -46,7 +46,7 @@ impl DescribeClusterRequest {
     ) -> Result<(), EncodeError> {
         out.put_bool(self.include_cluster_authorized_operations);
         if version == 1 {
-            out.put_i8(self.endpoint_type);
+            out.put_int8(self.endpoint_type);
         }
         if version != 1 && self.endpoint_type != 1 {
             return Err(EncodeError::UnsupportedField {

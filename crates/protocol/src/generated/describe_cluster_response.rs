@@ -83,8 +83,8 @@ impl DescribeClusterResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
-        out.put_i16(self.error_code);
+        out.put_int32(self.throttle_time_ms);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -93,7 +93,7 @@ impl DescribeClusterResponse {
             "DescribeClusterResponse.error_message",
         )?;
         if version == 1 {
-            out.put_i8(self.endpoint_type);
+            out.put_int8(self.endpoint_type);
         }
         if version != 1 && self.endpoint_type != 1 {
             return Err(EncodeError::UnsupportedField {
@@ -107,7 +107,7 @@ impl DescribeClusterResponse {
             true,
             "DescribeClusterResponse.cluster_id",
         )?;
-        out.put_i32(self.controller_id);
+        out.put_int32(self.controller_id);
         wire::write_array(
             out,
             &self.brokers,
@@ -115,7 +115,7 @@ impl DescribeClusterResponse {
             "DescribeClusterResponse.brokers",
             |out, e| e.write(out, version),
         )?;
-        out.put_i32(self.cluster_authorized_operations);
+        out.put_int32(self.cluster_authorized_operations);
         out.put_uvarint(0);
 
         Ok(())
@@ -188,9 +188,9 @@ impl DescribeClusterBroker {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.broker_id);
+        out.put_int32(self.broker_id);
         wire::write_string(out, &self.host, true, "DescribeClusterBroker.host")?;
-        out.put_i32(self.port);
+        out.put_int32(self.port);
         wire::write_nullable_string(
             out,
             self.rack.as_deref(),

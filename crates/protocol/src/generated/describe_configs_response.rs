@@ -47,7 +47,7 @@ impl DescribeConfigsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.results,
@@ -139,7 +139,7 @@ impl DescribeConfigsResult {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -147,7 +147,7 @@ impl DescribeConfigsResult {
             true,
             "DescribeConfigsResult.error_message",
         )?;
-        out.put_i8(self.resource_type);
+        out.put_int8(self.resource_type);
         wire::write_string(
             out,
             &self.resource_name,
@@ -291,7 +291,7 @@ impl DescribeConfigsResourceResult {
             "DescribeConfigsResourceResult.value",
         )?;
         out.put_bool(self.read_only);
-        out.put_i8(self.config_source);
+        out.put_int8(self.config_source);
         out.put_bool(self.is_sensitive);
         wire::write_array(
             out,
@@ -301,7 +301,7 @@ impl DescribeConfigsResourceResult {
             |out, e| e.write(out, version),
         )?;
         if version >= 3 {
-            out.put_i8(self.config_type);
+            out.put_int8(self.config_type);
         }
         if version >= 3 {
             wire::write_nullable_string(
@@ -395,7 +395,7 @@ impl DescribeConfigsSynonym {
             true,
             "DescribeConfigsSynonym.value",
         )?;
-        out.put_i8(self.source);
+        out.put_int8(self.source);
         if version == 4 {
             out.put_uvarint(0);
         }

@@ -49,7 +49,7 @@ impl DescribeGroupsResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 1 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         wire::write_array(
             out,
@@ -171,7 +171,7 @@ impl DescribeGroupsResponseDescribedGroup {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_string(
             out,
             &self.group_id,
@@ -204,7 +204,7 @@ impl DescribeGroupsResponseDescribedGroup {
             |out, e| e.write(out, version),
         )?;
         if version >= 3 {
-            out.put_i32(self.authorized_operations);
+            out.put_int32(self.authorized_operations);
         }
         if version < 3 && self.authorized_operations != i32::MIN {
             return Err(EncodeError::UnsupportedField {

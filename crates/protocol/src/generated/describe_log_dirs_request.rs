@@ -126,7 +126,7 @@ impl DescribableLogDirTopic {
             version >= 2,
             "DescribableLogDirTopic.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -55,9 +55,9 @@ impl DescribeLogDirsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         if version >= 3 {
-            out.put_i16(self.error_code);
+            out.put_int16(self.error_code);
         }
         wire::write_array(
             out,
@@ -151,7 +151,7 @@ impl DescribeLogDirsResult {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_string(
             out,
             &self.log_dir,
@@ -166,10 +166,10 @@ impl DescribeLogDirsResult {
             |out, e| e.write(out, version),
         )?;
         if version == 4 {
-            out.put_i64(self.total_bytes);
+            out.put_int64(self.total_bytes);
         }
         if version == 4 {
-            out.put_i64(self.usable_bytes);
+            out.put_int64(self.usable_bytes);
         }
         if version >= 2 {
             out.put_uvarint(0);
@@ -315,9 +315,9 @@ impl DescribeLogDirsPartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i64(self.partition_size);
-        out.put_i64(self.offset_lag);
+        out.put_int32(self.partition_index);
+        out.put_int64(self.partition_size);
+        out.put_int64(self.offset_lag);
         out.put_bool(self.is_future_key);
         if version >= 2 {
             out.put_uvarint(0);

@@ -100,7 +100,7 @@ impl TopicRequest {
             true,
             "TopicRequest.partition_indexes",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

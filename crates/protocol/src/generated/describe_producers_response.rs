@@ -44,7 +44,7 @@ impl DescribeProducersResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.topics,
@@ -180,8 +180,8 @@ impl PartitionResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i16(self.error_code);
+        out.put_int32(self.partition_index);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -262,12 +262,12 @@ impl ProducerState {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i64(self.producer_id);
-        out.put_i32(self.producer_epoch);
-        out.put_i32(self.last_sequence);
-        out.put_i64(self.last_timestamp);
-        out.put_i32(self.coordinator_epoch);
-        out.put_i64(self.current_txn_start_offset);
+        out.put_int64(self.producer_id);
+        out.put_int32(self.producer_epoch);
+        out.put_int32(self.last_sequence);
+        out.put_int64(self.last_timestamp);
+        out.put_int32(self.coordinator_epoch);
+        out.put_int64(self.current_txn_start_offset);
         out.put_uvarint(0);
 
         Ok(())

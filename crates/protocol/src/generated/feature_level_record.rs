@@ -43,7 +43,7 @@ impl FeatureLevelRecord {
         _version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, true, "FeatureLevelRecord.name")?;
-        out.put_i16(self.feature_level);
+        out.put_int16(self.feature_level);
         out.put_uvarint(0);
 
         Ok(())

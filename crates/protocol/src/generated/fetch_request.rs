@@ -138,7 +138,7 @@ impl FetchRequest {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version <= 14 {
-            out.put_i32(self.replica_id);
+            out.put_int32(self.replica_id);
         }
         if version > 14 && self.replica_id != -1 {
             return Err(EncodeError::UnsupportedField {
@@ -152,15 +152,15 @@ impl FetchRequest {
                 version,
             });
         }
-        out.put_i32(self.max_wait_ms);
-        out.put_i32(self.min_bytes);
-        out.put_i32(self.max_bytes);
-        out.put_i8(self.isolation_level);
+        out.put_int32(self.max_wait_ms);
+        out.put_int32(self.min_bytes);
+        out.put_int32(self.max_bytes);
+        out.put_int8(self.isolation_level);
         if version >= 7 {
-            out.put_i32(self.session_id);
+            out.put_int32(self.session_id);
         }
         if version >= 7 {
-            out.put_i32(self.session_epoch);
+            out.put_int32(self.session_epoch);
         }
         wire::write_array(
             out,
@@ -303,8 +303,8 @@ impl ReplicaState {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.replica_id);
-        out.put_i64(self.replica_epoch);
+        out.put_int32(self.replica_id);
+        out.put_int64(self.replica_epoch);
         out.put_uvarint(0);
 
         Ok(())
@@ -492,13 +492,13 @@ impl FetchPartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition);
+        out.put_int32(self.partition);
         if version >= 9 {
-            out.put_i32(self.current_leader_epoch);
+            out.put_int32(self.current_leader_epoch);
         }
-        out.put_i64(self.fetch_offset);
+        out.put_int64(self.fetch_offset);
         if version >= 12 {
-            out.put_i32(self.last_fetched_epoch);
+            out.put_int32(self.last_fetched_epoch);
         }
         if version < 12 && self.last_fetched_epoch != -1 {
             return Err(EncodeError::UnsupportedField {
@@ -507,9 +507,9 @@ impl FetchPartition {
             });
         }
         if version >= 5 {
-            out.put_i64(self.log_start_offset);
+            out.put_int64(self.log_start_offset);
         }
-        out.put_i32(self.partition_max_bytes);
+        out.put_int32(self.partition_max_bytes);
         if version >= 12 {
             let mut count: u32 = 0;
             if version == 17 && !self.replica_directory_id.is_nil() {
@@ -620,7 +620,7 @@ impl ForgottenTopic {
             version >= 12,
             "ForgottenTopic.partitions",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -84,12 +84,12 @@ impl FetchResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         if version >= 7 {
-            out.put_i16(self.error_code);
+            out.put_int16(self.error_code);
         }
         if version >= 7 {
-            out.put_i32(self.session_id);
+            out.put_int32(self.session_id);
         }
         if version < 7 && self.session_id != 0 {
             return Err(EncodeError::UnsupportedField {
@@ -374,12 +374,12 @@ impl PartitionData {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i16(self.error_code);
-        out.put_i64(self.high_watermark);
-        out.put_i64(self.last_stable_offset);
+        out.put_int32(self.partition_index);
+        out.put_int16(self.error_code);
+        out.put_int64(self.high_watermark);
+        out.put_int64(self.last_stable_offset);
         if version >= 5 {
-            out.put_i64(self.log_start_offset);
+            out.put_int64(self.log_start_offset);
         }
         if version < 12 && self.diverging_epoch != FetchResponseEpochEndOffset::default() {
             return Err(EncodeError::UnsupportedField {
@@ -408,7 +408,7 @@ impl PartitionData {
             |out, e| e.write(out, version),
         )?;
         if version >= 11 {
-            out.put_i32(self.preferred_read_replica);
+            out.put_int32(self.preferred_read_replica);
         }
         if version < 11 && self.preferred_read_replica != -1 {
             return Err(EncodeError::UnsupportedField {
@@ -537,8 +537,8 @@ impl FetchResponseEpochEndOffset {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.epoch);
-        out.put_i64(self.end_offset);
+        out.put_int32(self.epoch);
+        out.put_int64(self.end_offset);
         out.put_uvarint(0);
 
         Ok(())
@@ -591,8 +591,8 @@ impl FetchResponseLeaderIdAndEpoch {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.leader_id);
-        out.put_i32(self.leader_epoch);
+        out.put_int32(self.leader_id);
+        out.put_int32(self.leader_epoch);
         out.put_uvarint(0);
 
         Ok(())
@@ -641,8 +641,8 @@ impl SnapshotId {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i64(self.end_offset);
-        out.put_i32(self.epoch);
+        out.put_int64(self.end_offset);
+        out.put_int32(self.epoch);
         out.put_uvarint(0);
 
         Ok(())
@@ -697,8 +697,8 @@ impl AbortedTransaction {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i64(self.producer_id);
-        out.put_i64(self.first_offset);
+        out.put_int64(self.producer_id);
+        out.put_int64(self.first_offset);
         if version >= 12 {
             out.put_uvarint(0);
         }
@@ -767,9 +767,9 @@ impl FetchResponseNodeEndpoint {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.node_id);
+        out.put_int32(self.node_id);
         wire::write_string(out, &self.host, true, "FetchResponseNodeEndpoint.host")?;
-        out.put_i32(self.port);
+        out.put_int32(self.port);
         wire::write_nullable_string(
             out,
             self.rack.as_deref(),

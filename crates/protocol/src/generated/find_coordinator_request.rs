@@ -69,7 +69,7 @@ impl FindCoordinatorRequest {
             });
         }
         if version >= 1 {
-            out.put_i8(self.key_type);
+            out.put_int8(self.key_type);
         }
         if version < 1 && self.key_type != 0 {
             return Err(EncodeError::UnsupportedField {

@@ -97,10 +97,10 @@ impl FindCoordinatorResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 1 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         if version <= 3 {
-            out.put_i16(self.error_code);
+            out.put_int16(self.error_code);
         }
         if version > 3 && self.error_code != 0 {
             return Err(EncodeError::UnsupportedField {
@@ -118,7 +118,7 @@ impl FindCoordinatorResponse {
             )?;
         }
         if version <= 3 {
-            out.put_i32(self.node_id);
+            out.put_int32(self.node_id);
         }
         if version > 3 && self.node_id != 0 {
             return Err(EncodeError::UnsupportedField {
@@ -141,7 +141,7 @@ impl FindCoordinatorResponse {
             });
         }
         if version <= 3 {
-            out.put_i32(self.port);
+            out.put_int32(self.port);
         }
         if version > 3 && self.port != 0 {
             return Err(EncodeError::UnsupportedField {
@@ -265,10 +265,10 @@ impl Coordinator {
         _version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.key, true, "Coordinator.key")?;
-        out.put_i32(self.node_id);
+        out.put_int32(self.node_id);
         wire::write_string(out, &self.host, true, "Coordinator.host")?;
-        out.put_i32(self.port);
-        out.put_i16(self.error_code);
+        out.put_int32(self.port);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),

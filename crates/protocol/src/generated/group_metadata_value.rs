@@ -69,7 +69,7 @@ impl GroupMetadataValue {
             version == 4,
             "GroupMetadataValue.protocol_type",
         )?;
-        out.put_i32(self.generation);
+        out.put_int32(self.generation);
         wire::write_nullable_string(
             out,
             self.protocol.as_deref(),
@@ -85,7 +85,7 @@ impl GroupMetadataValue {
             "GroupMetadataValue.leader",
         )?;
         if version >= 2 {
-            out.put_i64(self.current_state_timestamp);
+            out.put_int64(self.current_state_timestamp);
         }
         wire::write_array(
             out,
@@ -215,9 +215,9 @@ impl MemberMetadata {
             "MemberMetadata.client_host",
         )?;
         if version >= 1 {
-            out.put_i32(self.rebalance_timeout);
+            out.put_int32(self.rebalance_timeout);
         }
-        out.put_i32(self.session_timeout);
+        out.put_int32(self.session_timeout);
         wire::write_bytes(
             out,
             &self.subscription,

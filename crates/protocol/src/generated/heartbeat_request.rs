@@ -69,7 +69,7 @@ impl HeartbeatRequest {
             version == 4,
             "HeartbeatRequest.group_id",
         )?;
-        out.put_i32(self.generation_id);
+        out.put_int32(self.generation_id);
         wire::write_string(
             out,
             &self.member_id,

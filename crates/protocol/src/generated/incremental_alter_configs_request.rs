@@ -130,7 +130,7 @@ impl IncrementalAlterConfigsRequestAlterConfigsResource {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i8(self.resource_type);
+        out.put_int8(self.resource_type);
         wire::write_string(
             out,
             &self.resource_name,
@@ -224,7 +224,7 @@ impl IncrementalAlterConfigsRequestAlterableConfig {
             version == 1,
             "IncrementalAlterConfigsRequestAlterableConfig.name",
         )?;
-        out.put_i8(self.config_operation);
+        out.put_int8(self.config_operation);
         wire::write_nullable_string(
             out,
             self.value.as_deref(),

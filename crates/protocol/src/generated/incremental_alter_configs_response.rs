@@ -49,7 +49,7 @@ impl IncrementalAlterConfigsResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.responses,
@@ -136,7 +136,7 @@ impl IncrementalAlterConfigsResponseAlterConfigsResourceResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.error_message.as_deref(),
@@ -144,7 +144,7 @@ impl IncrementalAlterConfigsResponseAlterConfigsResourceResponse {
             true,
             "IncrementalAlterConfigsResponseAlterConfigsResourceResponse.error_message",
         )?;
-        out.put_i8(self.resource_type);
+        out.put_int8(self.resource_type);
         wire::write_string(
             out,
             &self.resource_name,

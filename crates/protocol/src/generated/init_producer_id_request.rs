@@ -72,9 +72,9 @@ impl InitProducerIdRequest {
             true,
             "InitProducerIdRequest.transactional_id",
         )?;
-        out.put_i32(self.transaction_timeout_ms);
+        out.put_int32(self.transaction_timeout_ms);
         if version >= 3 {
-            out.put_i64(self.producer_id);
+            out.put_int64(self.producer_id);
         }
         if version < 3 && self.producer_id != -1 {
             return Err(EncodeError::UnsupportedField {
@@ -83,7 +83,7 @@ impl InitProducerIdRequest {
             });
         }
         if version >= 3 {
-            out.put_i16(self.producer_epoch);
+            out.put_int16(self.producer_epoch);
         }
         if version < 3 && self.producer_epoch != -1 {
             return Err(EncodeError::UnsupportedField {

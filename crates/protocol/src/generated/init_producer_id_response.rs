@@ -56,10 +56,10 @@ impl InitProducerIdResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
-        out.put_i16(self.error_code);
-        out.put_i64(self.producer_id);
-        out.put_i16(self.producer_epoch);
+        out.put_int32(self.throttle_time_ms);
+        out.put_int16(self.error_code);
+        out.put_int64(self.producer_id);
+        out.put_int16(self.producer_epoch);
         if version >= 2 {
             out.put_uvarint(0);
         }

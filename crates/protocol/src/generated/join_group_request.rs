@@ -100,9 +100,9 @@ impl JoinGroupRequest {
             version >= 6,
             "JoinGroupRequest.group_id",
         )?;
-        out.put_i32(self.session_timeout_ms);
+        out.put_int32(self.session_timeout_ms);
         if version >= 1 {
-            out.put_i32(self.rebalance_timeout_ms);
+            out.put_int32(self.rebalance_timeout_ms);
         }
         wire::write_string(
             out,

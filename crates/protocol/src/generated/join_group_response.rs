@@ -99,10 +99,10 @@ impl JoinGroupResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 2 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
-        out.put_i16(self.error_code);
-        out.put_i32(self.generation_id);
+        out.put_int16(self.error_code);
+        out.put_int32(self.generation_id);
         if version >= 7 {
             wire::write_nullable_string(
                 out,

@@ -58,9 +58,9 @@ impl LeaveGroupResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 1 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         if version >= 3 {
             wire::write_array(
                 out,
@@ -163,7 +163,7 @@ impl MemberResponse {
             true,
             "MemberResponse.group_instance_id",
         )?;
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         if version >= 4 {
             out.put_uvarint(0);
         }

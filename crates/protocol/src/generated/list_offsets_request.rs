@@ -62,9 +62,9 @@ impl ListOffsetsRequest {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.replica_id);
+        out.put_int32(self.replica_id);
         if version >= 2 {
-            out.put_i8(self.isolation_level);
+            out.put_int8(self.isolation_level);
         }
         if version < 2 && self.isolation_level != 0 {
             return Err(EncodeError::UnsupportedField {
@@ -80,7 +80,7 @@ impl ListOffsetsRequest {
             |out, e| e.write(out, version),
         )?;
         if version == 10 {
-            out.put_i32(self.timeout_ms);
+            out.put_int32(self.timeout_ms);
         }
         if version >= 6 {
             out.put_uvarint(0);
@@ -223,11 +223,11 @@ impl ListOffsetsPartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
+        out.put_int32(self.partition_index);
         if version >= 4 {
-            out.put_i32(self.current_leader_epoch);
+            out.put_int32(self.current_leader_epoch);
         }
-        out.put_i64(self.timestamp);
+        out.put_int64(self.timestamp);
         if version >= 6 {
             out.put_uvarint(0);
         }

@@ -49,7 +49,7 @@ impl ListOffsetsResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 2 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         wire::write_array(
             out,
@@ -212,12 +212,12 @@ impl ListOffsetsPartitionResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i16(self.error_code);
-        out.put_i64(self.timestamp);
-        out.put_i64(self.offset);
+        out.put_int32(self.partition_index);
+        out.put_int16(self.error_code);
+        out.put_int64(self.timestamp);
+        out.put_int64(self.offset);
         if version >= 4 {
-            out.put_i32(self.leader_epoch);
+            out.put_int32(self.leader_epoch);
         }
         if version < 4 && self.leader_epoch != -1 {
             return Err(EncodeError::UnsupportedField {

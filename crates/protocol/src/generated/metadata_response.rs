@@ -83,7 +83,7 @@ impl MetadataResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 3 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         wire::write_array(
             out,
@@ -102,7 +102,7 @@ impl MetadataResponse {
             )?;
         }
         if version >= 1 {
-            out.put_i32(self.controller_id);
+            out.put_int32(self.controller_id);
         }
         wire::write_array(
             out,
@@ -112,7 +112,7 @@ impl MetadataResponse {
             |out, e| e.write(out, version),
         )?;
         if (8..=10).contains(&version) {
-            out.put_i32(self.cluster_authorized_operations);
+            out.put_int32(self.cluster_authorized_operations);
         }
         if !(8..=10).contains(&version) && self.cluster_authorized_operations != i32::MIN {
             return Err(EncodeError::UnsupportedField {
@@ -205,9 +205,9 @@ impl MetadataResponseBroker {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.node_id);
+        out.put_int32(self.node_id);
         wire::write_string(out, &self.host, version >= 9, "MetadataResponseBroker.host")?;
-        out.put_i32(self.port);
+        out.put_int32(self.port);
         if version >= 1 {
             wire::write_nullable_string(
                 out,
@@ -317,7 +317,7 @@ impl MetadataResponseTopic {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
             self.name.as_deref(),
@@ -339,7 +339,7 @@ impl MetadataResponseTopic {
             |out, e| e.write(out, version),
         )?;
         if version >= 8 {
-            out.put_i32(self.topic_authorized_operations);
+            out.put_int32(self.topic_authorized_operations);
         }
         if version < 8 && self.topic_authorized_operations != i32::MIN {
             return Err(EncodeError::UnsupportedField {
@@ -464,11 +464,11 @@ impl MetadataResponsePartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
-        out.put_i32(self.partition_index);
-        out.put_i32(self.leader_id);
+        out.put_int16(self.error_code);
+        out.put_int32(self.partition_index);
+        out.put_int32(self.leader_id);
         if version >= 7 {
-            out.put_i32(self.leader_epoch);
+            out.put_int32(self.leader_epoch);
         }
         wire::write_array(
             out,
@@ -476,7 +476,7 @@ impl MetadataResponsePartition {
             version >= 9,
             "MetadataResponsePartition.replica_nodes",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;
@@ -486,7 +486,7 @@ impl MetadataResponsePartition {
             version >= 9,
             "MetadataResponsePartition.isr_nodes",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;
@@ -497,7 +497,7 @@ impl MetadataResponsePartition {
                 version >= 9,
                 "MetadataResponsePartition.offline_replicas",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;

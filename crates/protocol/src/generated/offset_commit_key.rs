@@ -43,7 +43,7 @@ impl OffsetCommitKey {
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.group, false, "OffsetCommitKey.group")?;
         wire::write_string(out, &self.topic, false, "OffsetCommitKey.topic")?;
-        out.put_i32(self.partition);
+        out.put_int32(self.partition);
 
         Ok(())
     }

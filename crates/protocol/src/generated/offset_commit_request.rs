@@ -85,7 +85,7 @@ impl OffsetCommitRequest {
             version >= 8,
             "OffsetCommitRequest.group_id",
         )?;
-        out.put_i32(self.generation_id_or_member_epoch);
+        out.put_int32(self.generation_id_or_member_epoch);
         wire::write_string(
             out,
             &self.member_id,
@@ -108,7 +108,7 @@ impl OffsetCommitRequest {
             });
         }
         if version <= 4 {
-            out.put_i64(self.retention_time_ms);
+            out.put_int64(self.retention_time_ms);
         }
         wire::write_array(
             out,
@@ -278,10 +278,10 @@ impl OffsetCommitRequestPartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i64(self.committed_offset);
+        out.put_int32(self.partition_index);
+        out.put_int64(self.committed_offset);
         if version >= 6 {
-            out.put_i32(self.committed_leader_epoch);
+            out.put_int32(self.committed_leader_epoch);
         }
         wire::write_nullable_string(
             out,

@@ -49,7 +49,7 @@ impl OffsetCommitResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 3 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         wire::write_array(
             out,
@@ -194,8 +194,8 @@ impl OffsetCommitResponsePartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i16(self.error_code);
+        out.put_int32(self.partition_index);
+        out.put_int16(self.error_code);
         if version >= 8 {
             out.put_uvarint(0);
         }

@@ -56,9 +56,9 @@ impl OffsetCommitValue {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i64(self.offset);
+        out.put_int64(self.offset);
         if version >= 3 {
-            out.put_i32(self.leader_epoch);
+            out.put_int32(self.leader_epoch);
         }
         wire::write_string(
             out,
@@ -66,9 +66,9 @@ impl OffsetCommitValue {
             version == 4,
             "OffsetCommitValue.metadata",
         )?;
-        out.put_i64(self.commit_timestamp);
+        out.put_int64(self.commit_timestamp);
         if version == 1 {
-            out.put_i64(self.expire_timestamp);
+            out.put_int64(self.expire_timestamp);
         }
         if version == 4 {
             out.put_uvarint(0);

@@ -152,7 +152,7 @@ impl OffsetDeleteRequestPartition {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
+        out.put_int32(self.partition_index);
 
         Ok(())
     }

@@ -49,8 +49,8 @@ impl OffsetDeleteResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
-        out.put_i32(self.throttle_time_ms);
+        out.put_int16(self.error_code);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.topics,
@@ -168,8 +168,8 @@ impl OffsetDeleteResponsePartition {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i16(self.error_code);
+        out.put_int32(self.partition_index);
+        out.put_int16(self.error_code);
 
         Ok(())
     }

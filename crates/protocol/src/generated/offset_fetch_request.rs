@@ -213,7 +213,7 @@ impl OffsetFetchRequestTopic {
             version >= 6,
             "OffsetFetchRequestTopic.partition_indexes",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;
@@ -309,7 +309,7 @@ impl OffsetFetchRequestGroup {
             )?;
         }
         if version == 9 {
-            out.put_i32(self.member_epoch);
+            out.put_int32(self.member_epoch);
         }
         wire::write_nullable_array(
             out,
@@ -389,7 +389,7 @@ impl OffsetFetchRequestTopics {
             true,
             "OffsetFetchRequestTopics.partition_indexes",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -69,7 +69,7 @@ impl OffsetFetchResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 3 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         if version <= 7 {
             wire::write_array(
@@ -87,7 +87,7 @@ impl OffsetFetchResponse {
             });
         }
         if (2..=7).contains(&version) {
-            out.put_i16(self.error_code);
+            out.put_int16(self.error_code);
         }
         if version >= 8 {
             wire::write_array(
@@ -273,10 +273,10 @@ impl OffsetFetchResponsePartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i64(self.committed_offset);
+        out.put_int32(self.partition_index);
+        out.put_int64(self.committed_offset);
         if version >= 5 {
-            out.put_i32(self.committed_leader_epoch);
+            out.put_int32(self.committed_leader_epoch);
         }
         wire::write_nullable_string(
             out,
@@ -285,7 +285,7 @@ impl OffsetFetchResponsePartition {
             true,
             "OffsetFetchResponsePartition.metadata",
         )?;
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         if version >= 6 {
             out.put_uvarint(0);
         }
@@ -368,7 +368,7 @@ impl OffsetFetchResponseGroup {
             "OffsetFetchResponseGroup.topics",
             |out, e| e.write(out, version),
         )?;
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         out.put_uvarint(0);
 
         Ok(())
@@ -504,9 +504,9 @@ impl OffsetFetchResponsePartitions {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_index);
-        out.put_i64(self.committed_offset);
-        out.put_i32(self.committed_leader_epoch);
+        out.put_int32(self.partition_index);
+        out.put_int64(self.committed_offset);
+        out.put_int32(self.committed_leader_epoch);
         wire::write_nullable_string(
             out,
             self.metadata.as_deref(),
@@ -514,7 +514,7 @@ impl OffsetFetchResponsePartitions {
             true,
             "OffsetFetchResponsePartitions.metadata",
         )?;
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         out.put_uvarint(0);
 
         Ok(())

@@ -52,7 +52,7 @@ impl OffsetForLeaderEpochRequest {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 3 {
-            out.put_i32(self.replica_id);
+            out.put_int32(self.replica_id);
         }
         wire::write_array(
             out,
@@ -196,9 +196,9 @@ impl OffsetForLeaderPartition {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition);
-        out.put_i32(self.current_leader_epoch);
-        out.put_i32(self.leader_epoch);
+        out.put_int32(self.partition);
+        out.put_int32(self.current_leader_epoch);
+        out.put_int32(self.leader_epoch);
         if version == 4 {
             out.put_uvarint(0);
         }

@@ -49,7 +49,7 @@ impl OffsetForLeaderEpochResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.throttle_time_ms);
+        out.put_int32(self.throttle_time_ms);
         wire::write_array(
             out,
             &self.topics,
@@ -203,10 +203,10 @@ impl OffsetForLeaderEpochResponseEpochEndOffset {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.error_code);
-        out.put_i32(self.partition);
-        out.put_i32(self.leader_epoch);
-        out.put_i64(self.end_offset);
+        out.put_int16(self.error_code);
+        out.put_int32(self.partition);
+        out.put_int32(self.leader_epoch);
+        out.put_int64(self.end_offset);
         if version == 4 {
             out.put_uvarint(0);
         }

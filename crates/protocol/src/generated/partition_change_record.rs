@@ -178,7 +178,7 @@ impl PartitionChangeRecord {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_id);
+        out.put_int32(self.partition_id);
         out.put_uuid(self.topic_id);
         if version < 1 && self.directories.is_some() {
             return Err(EncodeError::UnsupportedField {
@@ -240,7 +240,7 @@ impl PartitionChangeRecord {
                 true,
                 "PartitionChangeRecord.isr",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;
@@ -248,7 +248,7 @@ impl PartitionChangeRecord {
         if self.leader != -2 {
             out.put_uvarint(1);
             out.put_uvarint(wire::len_u32(4, "PartitionChangeRecord.leader")?);
-            out.put_i32(self.leader);
+            out.put_int32(self.leader);
         }
         if self.replicas.is_some() {
             out.put_uvarint(2);
@@ -263,7 +263,7 @@ impl PartitionChangeRecord {
                 true,
                 "PartitionChangeRecord.replicas",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;
@@ -285,7 +285,7 @@ impl PartitionChangeRecord {
                 true,
                 "PartitionChangeRecord.removing_replicas",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;
@@ -307,7 +307,7 @@ impl PartitionChangeRecord {
                 true,
                 "PartitionChangeRecord.adding_replicas",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;
@@ -318,7 +318,7 @@ impl PartitionChangeRecord {
                 1,
                 "PartitionChangeRecord.leader_recovery_state",
             )?);
-            out.put_i8(self.leader_recovery_state);
+            out.put_int8(self.leader_recovery_state);
         }
         if version == 2 && self.eligible_leader_replicas.is_some() {
             out.put_uvarint(6);
@@ -337,7 +337,7 @@ impl PartitionChangeRecord {
                 true,
                 "PartitionChangeRecord.eligible_leader_replicas",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;
@@ -359,7 +359,7 @@ impl PartitionChangeRecord {
                 true,
                 "PartitionChangeRecord.last_known_elr",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;

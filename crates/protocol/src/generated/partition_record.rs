@@ -145,7 +145,7 @@ impl PartitionRecord {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.partition_id);
+        out.put_int32(self.partition_id);
         out.put_uuid(self.topic_id);
         wire::write_array(
             out,
@@ -153,12 +153,12 @@ impl PartitionRecord {
             true,
             "PartitionRecord.replicas",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;
         wire::write_array(out, &self.isr, true, "PartitionRecord.isr", |out, &e| {
-            out.put_i32(e);
+            out.put_int32(e);
             Ok(())
         })?;
         wire::write_array(
@@ -167,7 +167,7 @@ impl PartitionRecord {
             true,
             "PartitionRecord.removing_replicas",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;
@@ -177,13 +177,13 @@ impl PartitionRecord {
             true,
             "PartitionRecord.adding_replicas",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;
-        out.put_i32(self.leader);
-        out.put_i32(self.leader_epoch);
-        out.put_i32(self.partition_epoch);
+        out.put_int32(self.leader);
+        out.put_int32(self.leader_epoch);
+        out.put_int32(self.partition_epoch);
         if version >= 1 {
             wire::write_array(
                 out,
@@ -228,7 +228,7 @@ impl PartitionRecord {
         if self.leader_recovery_state != 0 {
             out.put_uvarint(0);
             out.put_uvarint(wire::len_u32(1, "PartitionRecord.leader_recovery_state")?);
-            out.put_i8(self.leader_recovery_state);
+            out.put_int8(self.leader_recovery_state);
         }
         if version == 2 && self.eligible_leader_replicas.is_some() {
             out.put_uvarint(1);
@@ -247,7 +247,7 @@ impl PartitionRecord {
                 true,
                 "PartitionRecord.eligible_leader_replicas",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;
@@ -269,7 +269,7 @@ impl PartitionRecord {
                 true,
                 "PartitionRecord.last_known_elr",
                 |out, &e| {
-                    out.put_i32(e);
+                    out.put_int32(e);
                     Ok(())
                 },
             )?;

@@ -81,8 +81,8 @@ impl ProduceRequest {
                 version,
             });
         }
-        out.put_i16(self.acks);
-        out.put_i32(self.timeout_ms);
+        out.put_int16(self.acks);
+        out.put_int32(self.timeout_ms);
         wire::write_array(
             out,
             &self.topic_data,
@@ -222,7 +222,7 @@ impl PartitionProduceData {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.index);
+        out.put_int32(self.index);
         wire::write_nullable_records(
             out,
             self.records.as_ref(),

@@ -76,7 +76,7 @@ impl ProduceResponse {
             |out, e| e.write(out, version),
         )?;
         if version >= 1 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
         if version < 10 && !self.node_endpoints.is_empty() {
             return Err(EncodeError::UnsupportedField {
@@ -304,14 +304,14 @@ impl PartitionProduceResponse {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.index);
-        out.put_i16(self.error_code);
-        out.put_i64(self.base_offset);
+        out.put_int32(self.index);
+        out.put_int16(self.error_code);
+        out.put_int64(self.base_offset);
         if version >= 2 {
-            out.put_i64(self.log_append_time_ms);
+            out.put_int64(self.log_append_time_ms);
         }
         if version >= 5 {
-            out.put_i64(self.log_start_offset);
+            out.put_int64(self.log_start_offset);
         }
         if version >= 8 {
             wire::write_array(
@@ -431,7 +431,7 @@ impl BatchIndexAndErrorMessage {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.batch_index);
+        out.put_int32(self.batch_index);
         wire::write_nullable_string(
             out,
             self.batch_index_error_message.as_deref(),
@@ -495,8 +495,8 @@ impl ProduceResponseLeaderIdAndEpoch {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.leader_id);
-        out.put_i32(self.leader_epoch);
+        out.put_int32(self.leader_id);
+        out.put_int32(self.leader_epoch);
         out.put_uvarint(0);
 
         Ok(())
@@ -562,9 +562,9 @@ impl ProduceResponseNodeEndpoint {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.node_id);
+        out.put_int32(self.node_id);
         wire::write_string(out, &self.host, true, "ProduceResponseNodeEndpoint.host")?;
-        out.put_i32(self.port);
+        out.put_int32(self.port);
         wire::write_nullable_string(
             out,
             self.rack.as_deref(),

@@ -48,9 +48,9 @@ impl ProducerIdsRecord {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.broker_id);
-        out.put_i64(self.broker_epoch);
-        out.put_i64(self.next_producer_id);
+        out.put_int32(self.broker_id);
+        out.put_int64(self.broker_epoch);
+        out.put_int64(self.next_producer_id);
         out.put_uvarint(0);
 
         Ok(())

@@ -44,7 +44,7 @@ impl ProducerSnapshot {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_u32(self.crc);
+        out.put_uint32(self.crc);
         wire::write_array(
             out,
             &self.producer_entries,
@@ -137,14 +137,14 @@ impl ProducerEntry {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i64(self.producer_id);
-        out.put_i16(self.epoch);
-        out.put_i32(self.last_sequence);
-        out.put_i64(self.last_offset);
-        out.put_i32(self.offset_delta);
-        out.put_i64(self.timestamp);
-        out.put_i32(self.coordinator_epoch);
-        out.put_i64(self.current_txn_first_offset);
+        out.put_int64(self.producer_id);
+        out.put_int16(self.epoch);
+        out.put_int32(self.last_sequence);
+        out.put_int64(self.last_offset);
+        out.put_int32(self.offset_delta);
+        out.put_int64(self.timestamp);
+        out.put_int32(self.coordinator_epoch);
+        out.put_int64(self.current_txn_first_offset);
 
         Ok(())
     }

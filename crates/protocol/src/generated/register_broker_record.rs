@@ -113,7 +113,7 @@ impl RegisterBrokerRecord {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.broker_id);
+        out.put_int32(self.broker_id);
         if version >= 2 {
             out.put_bool(self.is_migrating_zk_broker);
         }
@@ -124,7 +124,7 @@ impl RegisterBrokerRecord {
             });
         }
         out.put_uuid(self.incarnation_id);
-        out.put_i64(self.broker_epoch);
+        out.put_int64(self.broker_epoch);
         wire::write_array(
             out,
             &self.end_points,
@@ -266,8 +266,8 @@ impl BrokerEndpoint {
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, true, "BrokerEndpoint.name")?;
         wire::write_string(out, &self.host, true, "BrokerEndpoint.host")?;
-        out.put_u16(self.port);
-        out.put_i16(self.security_protocol);
+        out.put_uint16(self.port);
+        out.put_int16(self.security_protocol);
         out.put_uvarint(0);
 
         Ok(())
@@ -329,8 +329,8 @@ impl BrokerFeature {
         _version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, true, "BrokerFeature.name")?;
-        out.put_i16(self.min_supported_version);
-        out.put_i16(self.max_supported_version);
+        out.put_int16(self.min_supported_version);
+        out.put_int16(self.max_supported_version);
         out.put_uvarint(0);
 
         Ok(())

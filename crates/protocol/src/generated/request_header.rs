@@ -59,9 +59,9 @@ impl RequestHeader {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i16(self.request_api_key);
-        out.put_i16(self.request_api_version);
-        out.put_i32(self.correlation_id);
+        out.put_int16(self.request_api_key);
+        out.put_int16(self.request_api_version);
+        out.put_int32(self.correlation_id);
         if version >= 1 {
             wire::write_nullable_string(
                 out,

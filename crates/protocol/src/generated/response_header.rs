@@ -36,7 +36,7 @@ impl ResponseHeader {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i32(self.correlation_id);
+        out.put_int32(self.correlation_id);
         if version == 1 {
             out.put_uvarint(0);
         }

@@ -96,7 +96,7 @@ impl SyncGroupRequest {
             version >= 4,
             "SyncGroupRequest.group_id",
         )?;
-        out.put_i32(self.generation_id);
+        out.put_int32(self.generation_id);
         wire::write_string(
             out,
             &self.member_id,

@@ -71,9 +71,9 @@ impl SyncGroupResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         if version >= 1 {
-            out.put_i32(self.throttle_time_ms);
+            out.put_int32(self.throttle_time_ms);
         }
-        out.put_i16(self.error_code);
+        out.put_int16(self.error_code);
         if version == 5 {
             wire::write_nullable_string(
                 out,

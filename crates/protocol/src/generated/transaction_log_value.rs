@@ -119,7 +119,7 @@ impl TransactionLogValue {
         out: &mut W,
         version: i16,
     ) -> Result<(), EncodeError> {
-        out.put_i64(self.producer_id);
+        out.put_int64(self.producer_id);
         if version != 1 && self.previous_producer_id != -1 {
             return Err(EncodeError::UnsupportedField {
                 field: "TransactionLogValue.previous_producer_id",
@@ -132,9 +132,9 @@ impl TransactionLogValue {
                 version,
             });
         }
-        out.put_i16(self.producer_epoch);
-        out.put_i32(self.transaction_timeout_ms);
-        out.put_i8(self.transaction_status);
+        out.put_int16(self.producer_epoch);
+        out.put_int32(self.transaction_timeout_ms);
+        out.put_int8(self.transaction_status);
         wire::write_nullable_array(
             out,
             self.transaction_partitions.as_deref(),
@@ -143,8 +143,8 @@ impl TransactionLogValue {
             "TransactionLogValue.transaction_partitions",
             |out, e| e.write(out, version),
         )?;
-        out.put_i64(self.transaction_last_update_timestamp_ms);
-        out.put_i64(self.transaction_start_timestamp_ms);
+        out.put_int64(self.transaction_last_update_timestamp_ms);
+        out.put_int64(self.transaction_start_timestamp_ms);
         if version != 1 && self.client_transaction_version != 0 {
             return Err(EncodeError::UnsupportedField {
                 field: "TransactionLogValue.client_transaction_version",
@@ -169,12 +169,12 @@ impl TransactionLogValue {
                     8,
                     "TransactionLogValue.previous_producer_id",
                 )?);
-                out.put_i64(self.previous_producer_id);
+                out.put_int64(self.previous_producer_id);
             }
             if version == 1 && self.next_producer_id != -1 {
                 out.put_uvarint(1);
                 out.put_uvarint(wire::len_u32(8, "TransactionLogValue.next_producer_id")?);
-                out.put_i64(self.next_producer_id);
+                out.put_int64(self.next_producer_id);
             }
             if version == 1 && self.client_transaction_version != 0 {
                 out.put_uvarint(2);
@@ -182,7 +182,7 @@ impl TransactionLogValue {
                     2,
                     "TransactionLogValue.client_transaction_version",
                 )?);
-                out.put_i16(self.client_transaction_version);
+                out.put_int16(self.client_transaction_version);
             }
         }
 
@@ -271,7 +271,7 @@ impl PartitionsSchema {
             version == 1,
             "PartitionsSchema.partition_ids",
             |out, &e| {
-                out.put_i32(e);
+                out.put_int32(e);
                 Ok(())
             },
         )?;

@@ -46,22 +46,60 @@ where
         let value = O::random(&mut rng, version);
 
         let mut ours = BytesMut::new();
-        value.encode(&mut ours, version).map_err(|e| fail(format!("{name} v{version}: encode: {e}")))?;
+        value
+            .encode(&mut ours, version)
+            .map_err(|e| fail(format!("{name} v{version}: encode: {e}")))?;
         let ours = ours.freeze();
-        prop_assert_eq!(value.encoded_size(version).unwrap(), ours.len(), "{} v{} size", name, version);
+        prop_assert_eq!(
+            value.encoded_size(version).unwrap(),
+            ours.len(),
+            "{} v{} size",
+            name,
+            version
+        );
 
         let mut cursor = ours.clone();
-        let theirs = T::decode(&mut cursor, version)
-            .map_err(|e| fail(format!("{name} v{version}: kafka-protocol cannot decode ours: {e:#}\n{value:?}")))?;
-        prop_assert!(cursor.is_empty(), "{} v{}: kafka-protocol left {} bytes", name, version, cursor.len());
+        let theirs = T::decode(&mut cursor, version).map_err(|e| {
+            fail(format!(
+                "{name} v{version}: kafka-protocol cannot decode ours: {e:#}\n{value:?}"
+            ))
+        })?;
+        prop_assert!(
+            cursor.is_empty(),
+            "{} v{}: kafka-protocol left {} bytes",
+            name,
+            version,
+            cursor.len()
+        );
         let mut again = BytesMut::new();
-        theirs.encode(&mut again, version).map_err(|e| fail(format!("{name} v{version}: their encode: {e:#}")))?;
-        prop_assert_eq!(theirs.compute_size(version).unwrap(), ours.len(), "{} v{} their size", name, version);
-        prop_assert!(again.freeze() == ours, "{} v{}: bytes differ after their round trip\n{:?}", name, version, value);
+        theirs
+            .encode(&mut again, version)
+            .map_err(|e| fail(format!("{name} v{version}: their encode: {e:#}")))?;
+        prop_assert_eq!(
+            theirs.compute_size(version).unwrap(),
+            ours.len(),
+            "{} v{} their size",
+            name,
+            version
+        );
+        prop_assert!(
+            again.freeze() == ours,
+            "{} v{}: bytes differ after their round trip\n{:?}",
+            name,
+            version,
+            value
+        );
 
         let mut cursor = ours.clone();
-        let back = O::decode(&mut cursor, version).map_err(|e| fail(format!("{name} v{version}: decode: {e}")))?;
-        prop_assert!(cursor.is_empty(), "{} v{}: {} bytes left", name, version, cursor.len());
+        let back = O::decode(&mut cursor, version)
+            .map_err(|e| fail(format!("{name} v{version}: decode: {e}")))?;
+        prop_assert!(
+            cursor.is_empty(),
+            "{} v{}: {} bytes left",
+            name,
+            version,
+            cursor.len()
+        );
         prop_assert_eq!(&back, &value, "{} v{} round trip", name, version);
     }
     Ok(())

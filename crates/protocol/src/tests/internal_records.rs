@@ -14,10 +14,13 @@ fn round_trip<O: Codec + Random + PartialEq + Debug>(seed: u64) -> Result<(), Te
         let mut rng = TestRng::new(seed.wrapping_add(version as u64));
         let value = O::random(&mut rng, version);
         let mut out = BytesMut::new();
-        value.encode(&mut out, version).map_err(|e| TestCaseError::fail(format!("{} v{version}: {e}", O::NAME)))?;
+        value
+            .encode(&mut out, version)
+            .map_err(|e| TestCaseError::fail(format!("{} v{version}: {e}", O::NAME)))?;
         prop_assert_eq!(value.encoded_size(version).unwrap(), out.len());
         let mut buf = out.freeze();
-        let back = O::decode(&mut buf, version).map_err(|e| TestCaseError::fail(format!("{} v{version}: {e}", O::NAME)))?;
+        let back = O::decode(&mut buf, version)
+            .map_err(|e| TestCaseError::fail(format!("{} v{version}: {e}", O::NAME)))?;
         prop_assert!(buf.is_empty());
         prop_assert_eq!(&back, &value, "{} v{}", O::NAME, version);
     }

@@ -11,7 +11,10 @@ const MAX_PREALLOC_BYTES: usize = 1 << 20;
 
 fn need(buf: &Bytes, n: usize) -> Result<(), DecodeError> {
     if buf.remaining() < n {
-        Err(DecodeError::Truncated { needed: n, remaining: buf.remaining() })
+        Err(DecodeError::Truncated {
+            needed: n,
+            remaining: buf.remaining(),
+        })
     } else {
         Ok(())
     }
@@ -106,7 +109,12 @@ pub fn read_varlong(buf: &mut Bytes) -> Result<i64, DecodeError> {
 }
 
 /// A length prefix: `None` for null. `short` selects the classic `int16` (strings) over `int32`.
-fn read_len(buf: &mut Bytes, compact: bool, short: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
+fn read_len(
+    buf: &mut Bytes,
+    compact: bool,
+    short: bool,
+    field: &'static str,
+) -> Result<Option<usize>, DecodeError> {
     let len: i64 = if compact {
         i64::from(read_uvarint(buf)?) - 1
     } else if short {
@@ -124,13 +132,25 @@ fn read_len(buf: &mut Bytes, compact: bool, short: bool, field: &'static str) ->
 /// Splits `len` bytes off the front, checking they are there.
 fn take(buf: &mut Bytes, len: usize, field: &'static str) -> Result<Bytes, DecodeError> {
     if len > buf.remaining() {
-        return Err(DecodeError::LengthExceedsInput { field, length: len, remaining: buf.remaining() });
+        return Err(DecodeError::LengthExceedsInput {
+            field,
+            length: len,
+            remaining: buf.remaining(),
+        });
     }
     Ok(buf.split_to(len))
 }
 
-fn null_check<T>(v: Option<T>, nullable: bool, field: &'static str) -> Result<Option<T>, DecodeError> {
-    if v.is_none() && !nullable { Err(DecodeError::UnexpectedNull { field }) } else { Ok(v) }
+fn null_check<T>(
+    v: Option<T>,
+    nullable: bool,
+    field: &'static str,
+) -> Result<Option<T>, DecodeError> {
+    if v.is_none() && !nullable {
+        Err(DecodeError::UnexpectedNull { field })
+    } else {
+        Ok(v)
+    }
 }
 
 pub fn read_nullable_string(
@@ -143,7 +163,10 @@ pub fn read_nullable_string(
         return Ok(None);
     };
     if len > i16::MAX as usize {
-        return Err(DecodeError::InvalidLength { field, length: len as i64 });
+        return Err(DecodeError::InvalidLength {
+            field,
+            length: len as i64,
+        });
     }
     let raw = take(buf, len, field)?;
     match std::str::from_utf8(&raw) {
@@ -152,7 +175,11 @@ pub fn read_nullable_string(
     }
 }
 
-pub fn read_string(buf: &mut Bytes, compact: bool, field: &'static str) -> Result<String, DecodeError> {
+pub fn read_string(
+    buf: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<String, DecodeError> {
     read_nullable_string(buf, compact, false, field)?.ok_or(DecodeError::UnexpectedNull { field })
 }
 
@@ -168,7 +195,11 @@ pub fn read_nullable_bytes(
     }
 }
 
-pub fn read_bytes(buf: &mut Bytes, compact: bool, field: &'static str) -> Result<Bytes, DecodeError> {
+pub fn read_bytes(
+    buf: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<Bytes, DecodeError> {
     read_nullable_bytes(buf, compact, false, field)?.ok_or(DecodeError::UnexpectedNull { field })
 }
 
@@ -181,7 +212,11 @@ pub fn read_nullable_records(
     Ok(read_nullable_bytes(buf, compact, nullable, field)?.map(Records::Bytes))
 }
 
-pub fn read_records(buf: &mut Bytes, compact: bool, field: &'static str) -> Result<Records, DecodeError> {
+pub fn read_records(
+    buf: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<Records, DecodeError> {
     read_bytes(buf, compact, field).map(Records::Bytes)
 }
 
@@ -199,7 +234,11 @@ pub fn read_nullable_array<T>(
         return Ok(None);
     };
     if count > buf.remaining() {
-        return Err(DecodeError::LengthExceedsInput { field, length: count, remaining: buf.remaining() });
+        return Err(DecodeError::LengthExceedsInput {
+            field,
+            length: count,
+            remaining: buf.remaining(),
+        });
     }
     let cap = count.min(MAX_PREALLOC_BYTES / std::mem::size_of::<T>().max(1));
     let mut items = Vec::with_capacity(cap);
@@ -215,7 +254,8 @@ pub fn read_array<T>(
     field: &'static str,
     elem: impl FnMut(&mut Bytes) -> Result<T, DecodeError>,
 ) -> Result<Vec<T>, DecodeError> {
-    read_nullable_array(buf, compact, false, field, elem)?.ok_or(DecodeError::UnexpectedNull { field })
+    read_nullable_array(buf, compact, false, field, elem)?
+        .ok_or(DecodeError::UnexpectedNull { field })
 }
 
 /// The presence marker of a nullable struct: `int8`, negative = null.
@@ -237,7 +277,14 @@ pub fn read_tagged_field(buf: &mut Bytes) -> Result<(u32, Bytes), DecodeError> {
 
 /// A known tagged field's value must be exactly its declared size.
 pub fn finish_tagged_field(data: &Bytes, field: &'static str) -> Result<(), DecodeError> {
-    if data.is_empty() { Ok(()) } else { Err(DecodeError::TaggedFieldSize { field, extra: data.len() }) }
+    if data.is_empty() {
+        Ok(())
+    } else {
+        Err(DecodeError::TaggedFieldSize {
+            field,
+            extra: data.len(),
+        })
+    }
 }
 
 /// Skips a tagged-field section none of whose tags are known.

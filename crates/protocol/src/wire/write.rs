@@ -25,25 +25,25 @@ pub trait WireWrite {
     fn put_bool(&mut self, v: bool) {
         self.put_slice(&[u8::from(v)]);
     }
-    fn put_i8(&mut self, v: i8) {
+    fn put_int8(&mut self, v: i8) {
         self.put_slice(&v.to_be_bytes());
     }
-    fn put_i16(&mut self, v: i16) {
+    fn put_int16(&mut self, v: i16) {
         self.put_slice(&v.to_be_bytes());
     }
-    fn put_u16(&mut self, v: u16) {
+    fn put_uint16(&mut self, v: u16) {
         self.put_slice(&v.to_be_bytes());
     }
-    fn put_i32(&mut self, v: i32) {
+    fn put_int32(&mut self, v: i32) {
         self.put_slice(&v.to_be_bytes());
     }
-    fn put_u32(&mut self, v: u32) {
+    fn put_uint32(&mut self, v: u32) {
         self.put_slice(&v.to_be_bytes());
     }
-    fn put_i64(&mut self, v: i64) {
+    fn put_int64(&mut self, v: i64) {
         self.put_slice(&v.to_be_bytes());
     }
-    fn put_f64(&mut self, v: f64) {
+    fn put_float64(&mut self, v: f64) {
         self.put_slice(&v.to_be_bytes());
     }
     fn put_uuid(&mut self, v: Uuid) {
@@ -139,14 +139,17 @@ fn put_len<W: WireWrite + ?Sized>(
     let too_long = |length| EncodeError::TooLong { field, length };
     match (len, compact, short) {
         (None, true, _) => out.put_uvarint(0),
-        (None, false, true) => out.put_i16(-1),
-        (None, false, false) => out.put_i32(-1),
+        (None, false, true) => out.put_int16(-1),
+        (None, false, false) => out.put_int32(-1),
         (Some(n), true, _) => {
-            let v = u32::try_from(n).ok().and_then(|v| v.checked_add(1)).ok_or(too_long(n))?;
+            let v = u32::try_from(n)
+                .ok()
+                .and_then(|v| v.checked_add(1))
+                .ok_or(too_long(n))?;
             out.put_uvarint(v);
         }
-        (Some(n), false, true) => out.put_i16(i16::try_from(n).map_err(|_| too_long(n))?),
-        (Some(n), false, false) => out.put_i32(i32::try_from(n).map_err(|_| too_long(n))?),
+        (Some(n), false, true) => out.put_int16(i16::try_from(n).map_err(|_| too_long(n))?),
+        (Some(n), false, false) => out.put_int32(i32::try_from(n).map_err(|_| too_long(n))?),
     }
     Ok(())
 }
@@ -160,7 +163,11 @@ fn len_prefix_size(len: Option<usize>, compact: bool, short: bool) -> usize {
 }
 
 fn null_value(nullable: bool, field: &'static str) -> Result<(), EncodeError> {
-    if nullable { Ok(()) } else { Err(EncodeError::NullNotAllowed { field }) }
+    if nullable {
+        Ok(())
+    } else {
+        Err(EncodeError::NullNotAllowed { field })
+    }
 }
 
 pub fn write_string<W: WireWrite + ?Sized>(
@@ -170,7 +177,10 @@ pub fn write_string<W: WireWrite + ?Sized>(
     field: &'static str,
 ) -> Result<(), EncodeError> {
     if s.len() > i16::MAX as usize {
-        return Err(EncodeError::TooLong { field, length: s.len() });
+        return Err(EncodeError::TooLong {
+            field,
+            length: s.len(),
+        });
     }
     put_len(out, Some(s.len()), compact, true, field)?;
     out.put_slice(s.as_bytes());
@@ -282,7 +292,9 @@ pub fn string_size(s: &str, compact: bool) -> usize {
 }
 
 pub fn nullable_string_size(s: Option<&str>, compact: bool) -> usize {
-    s.map_or(len_prefix_size(None, compact, true), |s| string_size(s, compact))
+    s.map_or(len_prefix_size(None, compact, true), |s| {
+        string_size(s, compact)
+    })
 }
 
 /// Size of a bytes/records value of `len` bytes, prefix included.
@@ -291,15 +303,23 @@ pub fn bytes_size(len: usize, compact: bool) -> usize {
 }
 
 pub fn nullable_bytes_size(len: Option<usize>, compact: bool) -> usize {
-    len.map_or(len_prefix_size(None, compact, false), |n| bytes_size(n, compact))
+    len.map_or(len_prefix_size(None, compact, false), |n| {
+        bytes_size(n, compact)
+    })
 }
 
 pub fn array_size<T>(items: &[T], compact: bool, elem: impl Fn(&T) -> usize) -> usize {
     len_prefix_size(Some(items.len()), compact, false) + items.iter().map(elem).sum::<usize>()
 }
 
-pub fn nullable_array_size<T>(items: Option<&[T]>, compact: bool, elem: impl Fn(&T) -> usize) -> usize {
-    items.map_or(len_prefix_size(None, compact, false), |i| array_size(i, compact, elem))
+pub fn nullable_array_size<T>(
+    items: Option<&[T]>,
+    compact: bool,
+    elem: impl Fn(&T) -> usize,
+) -> usize {
+    items.map_or(len_prefix_size(None, compact, false), |i| {
+        array_size(i, compact, elem)
+    })
 }
 
 /// Size of an array of `len` fixed-size elements of `elem_size` bytes each.
@@ -308,5 +328,7 @@ pub fn array_size_fixed(len: usize, compact: bool, elem_size: usize) -> usize {
 }
 
 pub fn nullable_array_size_fixed(len: Option<usize>, compact: bool, elem_size: usize) -> usize {
-    len.map_or(len_prefix_size(None, compact, false), |n| array_size_fixed(n, compact, elem_size))
+    len.map_or(len_prefix_size(None, compact, false), |n| {
+        array_size_fixed(n, compact, elem_size)
+    })
 }
