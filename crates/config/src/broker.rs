@@ -171,6 +171,25 @@ impl BrokerConfig {
         if origins.contains_key("log.dir") && !origins.contains_key("log.dirs") {
             statics.remove("log.dirs");
         }
+        // broker.id is another name for node.id (Kafka copies one to the other); both set
+        // must agree, and broker.id alone replaces the shipped node.id.
+        match (statics.get("broker.id"), origins.contains_key("node.id")) {
+            (Some(b), true) => {
+                let n = statics.get("node.id").cloned().unwrap_or_default();
+                if b.trim() != n.trim() {
+                    return Err(ConfigError::invalid(
+                        "broker.id",
+                        b,
+                        format!("it must equal node.id ({n}) when both are set; set only node.id"),
+                    ));
+                }
+            }
+            (Some(b), false) => {
+                let b = b.clone();
+                statics.insert("node.id".to_string(), b);
+            }
+            (None, _) => {}
+        }
         let mut cfg = BrokerConfig {
             statics,
             origins,

@@ -460,3 +460,17 @@ fn dynamic_alter_refuses_read_only_and_layers_apply() {
     assert_eq!(cd[0].value.as_deref(), Some("2000"));
     assert_eq!(cd[0].source, ConfigSource::DynamicDefaultBrokerConfig);
 }
+
+#[test]
+fn broker_id_is_an_alias_of_node_id() {
+    assert_eq!(load(None, &[], &["broker.id=7"]).unwrap().node_id(), 7);
+    assert_eq!(load(None, &[], &["node.id=8"]).unwrap().node_id(), 8);
+    assert_eq!(
+        load(None, &[], &["node.id=8", "broker.id=8"])
+            .unwrap()
+            .node_id(),
+        8
+    );
+    let e = load(None, &[], &["node.id=8", "broker.id=9"]).unwrap_err();
+    assert!(e.to_string().contains("node.id"), "{e}");
+}
