@@ -460,6 +460,33 @@ impl BrokerConfig {
         Ok(cfg)
     }
 
+    /// `key=value` lines of every explicitly set broker key (static and dynamic), each
+    /// preceded by a comment naming its source; for `config print --effective` and the
+    /// `effective.properties` file. Passwords are masked.
+    pub fn effective_properties(&self) -> String {
+        let mut out = String::new();
+        let mut names: BTreeSet<&str> = self.statics.keys().map(String::as_str).collect();
+        names.extend(self.dynamic.cluster_default.keys().map(String::as_str));
+        names.extend(self.dynamic.per_broker.keys().map(String::as_str));
+        for name in names {
+            let Some((value, source)) = self.explicit(name) else {
+                continue;
+            };
+            let from = match (source, self.origin(name)) {
+                (crate::describe::ConfigSource::StaticBrokerConfig, Some(o)) => o.describe(),
+                (crate::describe::ConfigSource::StaticBrokerConfig, None) => "Skiff's defaults",
+                (crate::describe::ConfigSource::DynamicDefaultBrokerConfig, _) => {
+                    "dynamic cluster default"
+                }
+                _ => "dynamic per-broker config",
+            };
+            let sensitive = keys::broker_key(name).is_some_and(KeySpec::sensitive);
+            let shown = if sensitive { "[hidden]" } else { value };
+            out.push_str(&format!("# from {from}\n{name}={shown}\n"));
+        }
+        out
+    }
+
     /// Settings of storage's log manager.
     pub fn log_manager_config(&self) -> LogManagerConfig {
         let d = LogManagerConfig::default();

@@ -474,3 +474,67 @@ fn broker_id_is_an_alias_of_node_id() {
     let e = load(None, &[], &["node.id=8", "broker.id=9"]).unwrap_err();
     assert!(e.to_string().contains("node.id"), "{e}");
 }
+
+#[test]
+fn keys_skiff_acts_on_are_marked_implemented() {
+    use skiff_config::Support;
+    for k in [
+        "listeners",
+        "advertised.listeners",
+        "log.dirs",
+        "log.dir",
+        "node.id",
+        "broker.id",
+        "num.partitions",
+        "default.replication.factor",
+        "auto.create.topics.enable",
+        "socket.request.max.bytes",
+        "connections.max.idle.ms",
+        "max.connections",
+        "max.connections.per.ip",
+        "message.max.bytes",
+        "log.segment.bytes",
+        "log.retention.hours",
+        "log.retention.ms",
+        "log.roll.hours",
+        "log.cleanup.policy",
+        "offsets.topic.num.partitions",
+        "transaction.state.log.min.isr",
+        "producer.id.expiration.ms",
+        "num.recovery.threads.per.data.dir",
+        "log.retention.check.interval.ms",
+        "log.flush.offset.checkpoint.interval.ms",
+        "replica.high.watermark.checkpoint.interval.ms",
+    ] {
+        assert_eq!(broker_key(k).unwrap().support, Support::Implemented, "{k}");
+    }
+    assert_eq!(
+        broker_key("group.min.session.timeout.ms").unwrap().support,
+        Support::Planned
+    );
+    assert_eq!(
+        broker_key("num.io.threads").unwrap().support,
+        Support::NotImplemented
+    );
+}
+
+#[test]
+fn effective_properties_names_sources_and_hides_passwords() {
+    let c = load(
+        None,
+        &[("KAFKA_NUM_PARTITIONS", "3")],
+        &["ssl.key.password=pw"],
+    )
+    .unwrap();
+    let p = c.effective_properties();
+    assert!(
+        p.contains("# from the environment\nnum.partitions=3\n"),
+        "{p}"
+    );
+    assert!(p.contains("ssl.key.password=[hidden]"), "{p}");
+    assert!(!p.contains("=pw"), "{p}");
+    assert!(
+        p.contains("# from Skiff's defaults\nlog.dirs=./skiff-data\n"),
+        "{p}"
+    );
+}
