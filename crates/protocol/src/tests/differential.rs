@@ -5,6 +5,9 @@
 //! tagged fields sometimes set, empty/short/long arrays, unicode strings), encode it with ours,
 //! decode it with theirs, re-encode with theirs, and require identical bytes; then decode with
 //! ours and require the original value back. Sizes must match the bytes written on both sides.
+//! Field by field, every field of ours must equal the same-named field of their decoded value
+//! (compared through the `Debug` renderings, see `debug_tree`), so a field read into the wrong
+//! place on both sides symmetrically would still be caught.
 //!
 //! Schema differences between Kafka 4.0-dev (our JSON) and 4.1 (theirs) inside our ranges
 //! would be listed in `SKIPS`; currently there are none.
@@ -16,6 +19,7 @@ use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::{Decodable, Encodable, Message as KpMessage};
 use proptest::prelude::*;
 
+use super::debug_tree;
 use crate::testing::{Random, TestRng};
 use crate::*;
 
@@ -32,7 +36,7 @@ fn fail(msg: String) -> TestCaseError {
 fn check<O, T>(seed: u64) -> Result<(), TestCaseError>
 where
     O: Codec + Random + PartialEq + Debug,
-    T: Decodable + Encodable + KpMessage,
+    T: Decodable + Encodable + KpMessage + Debug,
 {
     let lo = O::MIN_VERSION.max(T::VERSIONS.min);
     let hi = O::MAX_VERSION.min(T::VERSIONS.max);
@@ -71,6 +75,10 @@ where
             version,
             cursor.len()
         );
+        let ours_tree = debug_tree::parse(&format!("{value:?}")).map_err(fail)?;
+        let theirs_tree = debug_tree::parse(&format!("{theirs:?}")).map_err(fail)?;
+        debug_tree::compare(&ours_tree, &theirs_tree, &format!("{name} v{version}"))
+            .map_err(fail)?;
         let mut again = BytesMut::new();
         theirs
             .encode(&mut again, version)
