@@ -453,3 +453,43 @@ fn parse_default(ty: &Ty, raw: Option<&serde_json::Value>) -> Result<DefaultValu
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_parse_like_kafka() {
+        let d = |ty: Ty, v: serde_json::Value| parse_default(&ty, Some(&v)).unwrap();
+        assert_eq!(
+            d(Ty::Int32, json!("0x7fffffff")),
+            DefaultValue::Int(0x7fff_ffff)
+        );
+        assert_eq!(
+            d(Ty::Int32, json!("-2147483648")),
+            DefaultValue::Int(-2_147_483_648)
+        );
+        assert_eq!(d(Ty::Int64, json!(-1)), DefaultValue::Int(-1));
+        assert_eq!(d(Ty::Int8, json!("3")), DefaultValue::Int(3));
+        assert_eq!(d(Ty::Bool, json!(false)), DefaultValue::Bool(false));
+        assert_eq!(d(Ty::Bool, json!("true")), DefaultValue::Bool(true));
+        assert_eq!(d(Ty::String, json!("null")), DefaultValue::Null);
+        assert_eq!(d(Ty::String, json!("")), DefaultValue::Str(String::new()));
+        assert_eq!(
+            d(Ty::Array(Box::new(Ty::Int32)), json!("null")),
+            DefaultValue::Null
+        );
+        // JSON null means "the type's default", as in Kafka's generator (not "null").
+        assert_eq!(
+            d(Ty::Struct(0), serde_json::Value::Null),
+            DefaultValue::Empty
+        );
+        assert_eq!(
+            parse_default(&Ty::Records, None).unwrap(),
+            DefaultValue::Null
+        );
+        assert!(parse_default(&Ty::Int8, Some(&json!("300"))).is_err());
+        assert!(parse_default(&Ty::Bytes, Some(&json!("x"))).is_err());
+    }
+}

@@ -14,7 +14,7 @@
 use bytes::{Buf, Bytes};
 
 use crate::{
-    ApiKey, Codec, DecodeError, EncodeError, RequestBody, RequestHeader, ResponseBody,
+    ApiKey, ApiVersion, Codec, DecodeError, EncodeError, RequestBody, RequestHeader, ResponseBody,
     ResponseHeader, WireWrite,
 };
 
@@ -145,4 +145,20 @@ pub fn decode_response(
         ResponseHeader::decode(&mut buf, response_header_version(api_key as i16, version))?;
     let body = ResponseBody::decode(api_key, &mut buf, version)?;
     Ok((header, body))
+}
+
+/// The `api_keys` list of an ApiVersions response: every API Skiff implements, with the
+/// version range it supports, in api key order.
+pub fn supported_api_versions() -> Vec<ApiVersion> {
+    ApiKey::ALL
+        .iter()
+        .map(|&key| {
+            let (min_version, max_version) = key.supported_versions();
+            ApiVersion {
+                api_key: key as i16,
+                min_version,
+                max_version,
+            }
+        })
+        .collect()
 }

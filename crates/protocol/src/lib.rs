@@ -35,7 +35,7 @@ pub use chunked::{Chunk, ChunkedWriter, ZERO_COPY_MIN_BYTES};
 pub use error::{DecodeError, EncodeError};
 pub use frame::{
     decode_request, decode_response, encode_request, encode_response, request_header_version,
-    response_header_version,
+    response_header_version, supported_api_versions,
 };
 pub use generated::*;
 pub use records::{FileRegion, Records};

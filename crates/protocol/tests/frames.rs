@@ -281,3 +281,20 @@ impl Probe for PartitionData {
         r.encode(out, 12).unwrap();
     }
 }
+
+#[test]
+fn supported_api_versions_lists_the_table() {
+    let list = supported_api_versions();
+    assert_eq!(list.len(), 30);
+    let fetch = list.iter().find(|a| a.api_key == 1).unwrap();
+    assert_eq!((fetch.min_version, fetch.max_version), (4, 17));
+    let produce = list.iter().find(|a| a.api_key == 0).unwrap();
+    assert_eq!((produce.min_version, produce.max_version), (0, 11));
+    assert!(list.windows(2).all(|w| w[0].api_key < w[1].api_key));
+    for a in &list {
+        let key = ApiKey::from_i16(a.api_key).unwrap();
+        assert_eq!(key as i16, a.api_key);
+        assert!(!key.name().is_empty());
+    }
+    assert_eq!(ApiKey::from_i16(1000), None);
+}
