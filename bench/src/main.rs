@@ -1,1 +1,60 @@
-fn main() {}
+//! `skiff-bench`: the benchmark driver. One command prints one table with every figure of a
+//! benchmark and its ratio to the machine limit measured in the same run.
+//!
+//! Mental model: benchmarks are programs, not tests (they are never run in CI). Each subcommand
+//! owns a scratch directory (`--dir`, default `./bench-data`, i.e. on the repository's
+//! filesystem), creates everything it measures inside it, and deletes what it created when it
+//! is done. Figures are medians with `[min-max]` over repeated runs, as
+//! `shared/design/performance.md` asks, and all MB are 10^6 bytes (the unit `dd` prints).
+//!
+//! Subcommands:
+//! - `storage` (issue 2): raw write limit (`dd`), fdatasync loop, append / read throughput,
+//!   index and offset-for-timestamp latency, durable mode with group commit. See [`storage`].
+//!
+//! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
+//! one `Log` behind a mutex exactly as a broker would.
+
+mod append;
+mod durable;
+mod index;
+mod machine;
+mod payload;
+mod read;
+mod report;
+mod storage;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "skiff-bench",
+    about = "Skiff benchmarks: one command, one table of figures."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The storage engine benchmark (issue 2): raw limits, append, read, index lookups,
+    /// offset-for-timestamp and durable mode, in one run.
+    Storage {
+        /// Scratch directory (created if missing; what the benchmark writes there is deleted
+        /// at the end). Keep it on the filesystem you want to measure: not a tmpfs.
+        #[arg(long, default_value = "./bench-data")]
+        dir: PathBuf,
+        /// Shrinks every volume and duration for a smoke run (< 30 s); figures are meaningless.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Storage { dir, quick } => storage::run(&dir, quick),
+    }
+}

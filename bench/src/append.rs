@@ -1,0 +1,147 @@
+//! Append throughput: the leader's produce path on one partition log, in a tight loop.
+//!
+//! Mental model: a cell is (nominal batch size, codec, with/without validation). A run opens a
+//! fresh log with the default `LogConfig` (segment.bytes 1 GiB, so a 2 GiB run rolls twice),
+//! then appends `batches` client batches from a [`BatchPool`]. The timed region of each
+//! iteration is exactly what a broker does per produce batch:
+//! `validate_client_batch` + `append_as_leader` (or only the append, to show the validation
+//! cost). Re-stamping the pooled batch's timestamps/CRC (the client's work) is outside it.
+//! Throughput = batch bytes (or record payload bytes) / summed timed seconds.
+//!
+//! Timestamps: record `j` of a run (offset `j`) carries `ts0 + j` ms, so the log written by a
+//! run has a known offset <-> timestamp mapping that the offset-for-timestamp check relies on.
+//! Each run starts after `sync()` with the previous run's files deleted, like the `dd` runs.
+//! Single-threaded; the returned `Log` is owned by the caller.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, ensure};
+use skiff_storage::validate::{TargetCompression, ValidationConfig, validate_client_batch};
+use skiff_storage::{Log, LogConfig, LogOpenOptions};
+use skiff_types::TopicPartition;
+
+use crate::machine::settle;
+use crate::payload::BatchPool;
+
+/// What one append run measured.
+#[derive(Debug, Clone)]
+pub struct AppendRun {
+    pub timed: Duration,
+    pub batch_bytes: u64,
+    pub payload_bytes: u64,
+    pub records: i64,
+    /// Timestamp of record 0 (offset 0); record `j` has `ts0 + j`.
+    pub ts0: i64,
+}
+
+impl AppendRun {
+    pub fn batch_mb_s(&self) -> f64 {
+        self.batch_bytes as f64 / self.timed.as_secs_f64() / crate::report::MB
+    }
+    pub fn payload_mb_s(&self) -> f64 {
+        self.payload_bytes as f64 / self.timed.as_secs_f64() / crate::report::MB
+    }
+}
+
+/// The validation settings a broker derives from a topic's `LogConfig`.
+pub fn validation_config(cfg: &LogConfig) -> ValidationConfig {
+    ValidationConfig {
+        timestamp_type: cfg.timestamp_type,
+        before_max_ms: cfg.timestamp_before_max_ms,
+        after_max_ms: cfg.timestamp_after_max_ms,
+        compression: TargetCompression::Producer,
+        max_message_bytes: cfg.max_message_bytes,
+        compacted: cfg.cleanup_policy_compact,
+    }
+}
+
+/// Opens (creating) a log in `dir` as a fresh partition would be.
+pub fn open_log(dir: &Path, cfg: LogConfig, now_ms: i64) -> Result<Log> {
+    let (log, _report) = Log::open(
+        dir,
+        TopicPartition::new("bench", 0),
+        cfg,
+        LogOpenOptions {
+            recovery_point: 0,
+            log_start_offset: 0,
+            high_watermark: 0,
+            clean_shutdown: true,
+            now_ms,
+        },
+    )
+    .with_context(|| format!("opening a log in {}", dir.display()))?;
+    Ok(log)
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Validates (if `validate`) and appends one pooled batch; `now` is the batch's max timestamp.
+pub fn append_one(
+    log: &mut Log,
+    batch: &mut [u8],
+    validate: Option<&ValidationConfig>,
+    now: i64,
+) -> Result<skiff_storage::AppendInfo> {
+    let info = match validate {
+        Some(cfg) => {
+            let v = validate_client_batch(batch, cfg, now)
+                .map_err(|e| anyhow!("validation rejected a benchmark batch: {e:?}"))?;
+            let mut bytes = v.bytes;
+            log.append_as_leader(&mut bytes, 0, now)?
+        }
+        None => log.append_as_leader(batch, 0, now)?,
+    };
+    Ok(info)
+}
+
+/// One run: a fresh log in `dir` (which must not exist), `batches` appends from `pool`.
+/// Returns the measurement and the log (still open, high watermark at its end).
+pub fn run_once(
+    dir: &Path,
+    pool: &mut BatchPool,
+    batches: u64,
+    validate: bool,
+) -> Result<(AppendRun, Log)> {
+    let cfg = LogConfig::default();
+    let vcfg = validation_config(&cfg);
+    let ts0 = now_ms() - 3_600_000;
+    let mut log = open_log(dir, cfg, ts0)?;
+    let n = pool.records_per_batch;
+    settle();
+    let mut timed = Duration::ZERO;
+    let mut batch_bytes = 0u64;
+    let mut next_ts = ts0;
+    for i in 0..batches {
+        let batch = pool.prepare(i as usize, next_ts);
+        let now = next_ts + n - 1;
+        next_ts += n;
+        let len = batch.len() as u64;
+        let t0 = Instant::now();
+        append_one(&mut log, batch, validate.then_some(&vcfg), now)?;
+        timed += t0.elapsed();
+        batch_bytes += len;
+    }
+    let records = batches as i64 * n;
+    ensure!(
+        log.log_end_offset() == records,
+        "log end offset {} after appending {records} records",
+        log.log_end_offset()
+    );
+    log.set_high_watermark(log.log_end_offset());
+    Ok((
+        AppendRun {
+            timed,
+            batch_bytes,
+            payload_bytes: batches * pool.payload_bytes_per_batch(),
+            records,
+            ts0,
+        },
+        log,
+    ))
+}
