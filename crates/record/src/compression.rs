@@ -127,12 +127,8 @@ pub fn compress(
             enc.write_all(data).map_err(|e| compress_err(codec, e))?;
             enc.finish().map_err(|e| compress_err(codec, e))
         }
-        Compression::Snappy => {
-            if let Some(l) = level {
-                return Err(compress_err(codec, format!("snappy has no level ({l})")));
-            }
-            compress_xerial(data)
-        }
+        // Snappy has no levels; a level is ignored (Kafka has no snappy level config).
+        Compression::Snappy => compress_xerial(data),
         Compression::Lz4 => {
             if let Some(l) = level
                 && !LZ4_LEVELS.contains(&l)
@@ -343,7 +339,7 @@ mod tests {
         assert!(compress(Compression::Lz4, Some(18), b"x").is_err());
         assert!(compress(Compression::Zstd, Some(22), b"x").is_ok());
         assert!(compress(Compression::Zstd, Some(23), b"x").is_err());
-        assert!(compress(Compression::Snappy, Some(1), b"x").is_err());
+        assert!(compress(Compression::Snappy, Some(1), b"x").is_ok());
     }
 
     #[test]
