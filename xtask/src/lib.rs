@@ -18,10 +18,13 @@ pub mod model;
 pub mod names;
 pub mod table;
 
-/// The repository root (the parent of this crate's directory).
+/// The repository root (the parent of this crate's directory). Prefers the `CARGO_MANIFEST_DIR`
+/// cargo sets at run time over the compile-time one, so a moved checkout still finds itself.
 pub fn repo_root() -> std::path::PathBuf {
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let here = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     here.parent()
         .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(|| here.to_path_buf())
+        .unwrap_or(here)
 }
