@@ -349,7 +349,9 @@ impl LogSegment {
     /// Clears both indexes and the in-memory tail state before a rebuild (recovery).
     pub(crate) fn reset_indexes(&mut self) {
         self.offset_index.truncate_all();
-        self.time_index.truncate_to(self.base_offset);
+        // Not `truncate_to(base)`: a garbled index is unsorted, and a binary search over it
+        // can keep garbage entries (e.g. negative relative offsets) in front of the rebuild.
+        self.time_index.truncate_all();
         self.bytes_since_last_index_entry = 0;
         self.max_timestamp_so_far = -1;
         self.offset_of_max_timestamp = self.base_offset;

@@ -71,12 +71,12 @@ impl TimeIndex {
         offset: i64,
         skip_full_check: bool,
     ) -> Result<(), IndexError> {
-        let no_room = self.entries() >= self.max_entries();
-        if no_room || (!skip_full_check && self.is_full()) {
-            return Err(IndexError::Full {
-                path: self.path().to_path_buf(),
-                entries: self.entries(),
-            });
+        let full = |idx: &Self| IndexError::Full {
+            path: idx.path().to_path_buf(),
+            entries: idx.entries(),
+        };
+        if !skip_full_check && self.is_full() {
+            return Err(full(self));
         }
         let (last_ts, last_offset) = self.last_entry();
         if self.entries() > 0 && offset < last_offset {
@@ -87,7 +87,12 @@ impl TimeIndex {
             });
         }
         if timestamp <= last_ts {
+            // Nothing to write: fine even in a trimmed (full) index, e.g. the forced final
+            // entry of a reopened rolled segment, which is already there.
             return Ok(());
+        }
+        if self.entries() >= self.max_entries() {
+            return Err(full(self));
         }
         let Some(rel) = relative_offset(self.base_offset, offset) else {
             return Err(IndexError::OffsetOutOfRange {
