@@ -1,0 +1,277 @@
+//! The broker's shared state: what every handler on every connection reaches through one
+//! `Arc<Broker>`.
+//!
+//! Mental model: a single node is the leader (epoch 0) of every partition it hosts. The
+//! [`MetadataStore`] says which topics exist (names, ids, partition counts, config overrides);
+//! the [`LogManager`] holds one log per hosted partition. Topic creation writes metadata first,
+//! then creates the logs; a partition whose log is missing (a crash in between) gets its log
+//! created on first use, so metadata is the authority. After every append the high watermark
+//! moves to the log end (or, for durable topics, to the fsynced end) and waiting fetches are
+//! woken through [`AppendWaiters`].
+//!
+//! Thread-safety: everything here is `Sync`; each log has its own mutex (never held across an
+//! `.await`), the fetch-session cache has one, metadata serialises its writers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use skiff_metadata::{MetadataImage, MetadataStore, TopicInfo};
+use skiff_storage::validate::{TargetCompression, ValidationConfig};
+use skiff_storage::{LogConfig, LogManager, SharedLog, TopicCompression};
+use skiff_types::{ErrorCode, TopicPartition};
+use tokio::sync::watch;
+
+use crate::error::ServerError;
+use crate::fetch_session::FetchSessionCache;
+use crate::settings::{METADATA_DIR_NAME, ServerSettings, TopicConfigs};
+use crate::waiters::AppendWaiters;
+
+/// The leader epoch of every partition on a single node.
+pub const LEADER_EPOCH: i32 = 0;
+
+/// A topic-level failure with its Kafka code and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl TopicError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Shared broker state.
+#[derive(Debug)]
+pub struct Broker {
+    pub settings: ServerSettings,
+    pub topic_configs: Arc<dyn TopicConfigs>,
+    pub logs: Arc<LogManager>,
+    pub metadata: MetadataStore,
+    pub waiters: AppendWaiters,
+    pub fetch_sessions: Mutex<FetchSessionCache>,
+    cluster_id: String,
+    shutdown: watch::Receiver<bool>,
+}
+
+/// Wall-clock milliseconds.
+pub fn now_ms() -> i64 {
+    skiff_storage::log_manager::now_ms()
+}
+
+impl Broker {
+    /// Opens the metadata log, then every partition log (blocking I/O: call at start).
+    pub fn open(
+        mut settings: ServerSettings,
+        topic_configs: Arc<dyn TopicConfigs>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<Arc<Broker>, ServerError> {
+        let metadata_dir = settings
+            .metadata_dir()
+            .ok_or_else(|| ServerError::Settings("log.dirs is empty".into()))?;
+        std::fs::create_dir_all(&metadata_dir)?;
+        let metadata = MetadataStore::open(&metadata_dir, settings.node_id)?;
+        if !settings
+            .log_manager
+            .reserved_dirs
+            .iter()
+            .any(|d| d == METADATA_DIR_NAME)
+        {
+            settings
+                .log_manager
+                .reserved_dirs
+                .push(METADATA_DIR_NAME.to_string());
+        }
+        let image = metadata.image();
+        let configs = Arc::clone(&topic_configs);
+        let config_for = move |tp: &TopicPartition| log_config_for(&*configs, &image, &tp.topic);
+        let (logs, reports) =
+            skiff_storage::LogManager::open(settings.log_manager.clone(), &config_for, now_ms())?;
+        for (tp, r) in &reports {
+            if r.recovered_segments > 0 || r.truncated_bytes > 0 {
+                tracing::warn!(%tp, recovered = r.recovered_segments, truncated_bytes = r.truncated_bytes, "partition recovered");
+            }
+        }
+        let cluster_id = metadata.cluster_id();
+        tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
+        Ok(Arc::new(Broker {
+            fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
+            settings,
+            topic_configs,
+            logs,
+            metadata,
+            waiters: AppendWaiters::new(),
+            cluster_id,
+            shutdown,
+        }))
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.settings.node_id
+    }
+
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.metadata.image()
+    }
+
+    /// A receiver that flips to `true` when the server starts shutting down.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.clone()
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// The effective log config of a topic (its overrides on top of the broker defaults).
+    pub fn log_config(&self, topic: &TopicInfo) -> LogConfig {
+        match self.topic_configs.log_config(&topic.configs) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(topic = %topic.name, error = %e, "stored topic configs are invalid; using defaults");
+                self.topic_configs
+                    .log_config(&BTreeMap::new())
+                    .unwrap_or_default()
+            }
+        }
+    }
+
+    /// The log of one partition of a known topic, created if metadata has it but the log is
+    /// missing. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION.
+    pub fn partition_log(&self, topic: &TopicInfo, partition: i32) -> Result<SharedLog, ErrorCode> {
+        if partition < 0 || partition >= topic.partitions {
+            return Err(ErrorCode::UnknownTopicOrPartition);
+        }
+        let tp = TopicPartition::new(topic.name.clone(), partition);
+        if let Some(log) = self.logs.get(&tp) {
+            return Ok(log);
+        }
+        self.logs
+            .get_or_create(&tp, self.log_config(topic), now_ms())
+            .map_err(|e| {
+                tracing::error!(%tp, error = %e, "cannot create partition log");
+                e.error_code()
+            })
+    }
+
+    /// Checks a new topic's parameters and configs without creating anything.
+    pub fn validate_new_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<LogConfig, TopicError> {
+        skiff_metadata::validate_topic_name(name)
+            .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
+        if self.image().topic(name).is_some() {
+            return Err(TopicError::new(
+                ErrorCode::TopicAlreadyExists,
+                format!("Topic '{name}' already exists."),
+            ));
+        }
+        if partitions < 1 {
+            return Err(TopicError::new(
+                ErrorCode::InvalidPartitions,
+                "Number of partitions was set to an invalid non-positive value.",
+            ));
+        }
+        self.topic_configs
+            .log_config(configs)
+            .map_err(|m| TopicError::new(ErrorCode::InvalidConfig, m))
+    }
+
+    /// Creates a topic: metadata first (durable), then its partition logs.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<TopicInfo, TopicError> {
+        let log_config = self.validate_new_topic(name, partitions, &configs)?;
+        let info = self
+            .metadata
+            .create_topic(name, partitions, configs)
+            .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
+        let now = now_ms();
+        for p in 0..info.partitions {
+            let tp = TopicPartition::new(name, p);
+            if let Err(e) = self.logs.get_or_create(&tp, log_config.clone(), now) {
+                tracing::error!(%tp, error = %e, "topic created but its log could not be; retried on first use");
+            }
+        }
+        tracing::info!(topic = name, partitions, "topic created");
+        Ok(info)
+    }
+
+    /// Deletes a topic: metadata first, then its logs.
+    pub fn delete_topic(&self, name: &str) -> Result<TopicInfo, TopicError> {
+        let info = self
+            .metadata
+            .delete_topic(name)
+            .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
+        for p in 0..info.partitions {
+            let tp = TopicPartition::new(name, p);
+            if let Err(e) = self.logs.delete(&tp) {
+                tracing::error!(%tp, error = %e, "topic deleted but its log could not be removed");
+            }
+            self.waiters.notify(&tp);
+        }
+        tracing::info!(topic = name, "topic deleted");
+        Ok(info)
+    }
+
+    /// Moves the high watermark of a partition after an append and wakes its fetchers.
+    /// For durable topics only the fsynced prefix becomes visible.
+    pub fn advance_high_watermark(&self, tp: &TopicPartition, log: &SharedLog) {
+        {
+            let mut l = log.lock();
+            let target = if l.config().is_durable() {
+                l.sync().synced().min(l.log_end_offset())
+            } else {
+                l.log_end_offset()
+            };
+            if target > l.high_watermark() {
+                l.set_high_watermark(target);
+            }
+        }
+        self.waiters.notify(tp);
+    }
+}
+
+fn log_config_for(configs: &dyn TopicConfigs, image: &MetadataImage, topic: &str) -> LogConfig {
+    let overrides = image
+        .topic(topic)
+        .map(|t| t.configs.clone())
+        .unwrap_or_default();
+    configs
+        .log_config(&overrides)
+        .or_else(|_| configs.log_config(&BTreeMap::new()))
+        .unwrap_or_default()
+}
+
+/// The validation settings of a topic, from its log config.
+pub fn validation_config(cfg: &LogConfig) -> ValidationConfig {
+    ValidationConfig {
+        timestamp_type: cfg.timestamp_type,
+        before_max_ms: cfg.timestamp_before_max_ms,
+        after_max_ms: cfg.timestamp_after_max_ms,
+        compression: match cfg.compression {
+            TopicCompression::Producer => TargetCompression::Producer,
+            TopicCompression::Codec(codec) => TargetCompression::Codec {
+                codec,
+                level: cfg.level_for(codec),
+            },
+        },
+        max_message_bytes: cfg.max_message_bytes,
+        compacted: cfg.cleanup_policy_compact,
+    }
+}

@@ -1,0 +1,401 @@
+//! One client connection: frames in, handlers in request order, responses out in that order.
+//!
+//! Mental model (mini-redis style, split in two tasks):
+//! - the *reader* (this task) reads one size-prefixed frame at a time, checks the size before
+//!   allocating anything (B1: over `socket.request.max.bytes` -> close; B2: under 8 bytes ->
+//!   close), decodes it with the protocol crate, and runs the handler's synchronous part. A
+//!   request for an API or version we do not serve, or a malformed one, closes the connection
+//!   (B5, B6, B8) -- except ApiVersions newer than ours, answered in v0 format with
+//!   UNSUPPORTED_VERSION and our ranges (B7). The handler's reply goes into a bounded queue.
+//! - the *writer* task takes replies in queue order, awaits the deferred ones (fsync, fetch
+//!   long-poll), encodes each into a [`ChunkedWriter`] and writes it: bytes with `write_all`,
+//!   segment regions with `sendfile`.
+//!
+//! Back-pressure (B21): the queue holds at most `in_flight_requests_max` replies, and the reader
+//! stops reading while the bytes held by queued requests and responses exceed
+//! `queued_response_bytes_max`. Deadlines (B4): an idle connection (no frame started) closes after
+//! `connections.max.idle.ms`; a started frame must complete within `partial_frame_ms_max`.
+//! Shutdown: the reader stops at the next frame boundary, the writer drains what is queued.
+//! Nothing here panics on input; a failure only ends this connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use skiff_protocol::{
+    ApiKey, Chunk, ChunkedWriter, DecodeError, ResponseBody, decode_request, encode_response,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::Instant;
+
+use crate::broker::Broker;
+use crate::handlers::{self, LaterResponse, ListenerInfo, Reply, RequestContext};
+use crate::sendfile::send_region;
+
+/// Smallest valid request frame: api key, version, correlation id.
+const FRAME_BYTES_MIN: usize = 8;
+/// How much buffer a frame read reserves at a time (a huge claimed size is not preallocated).
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Why a connection stopped reading frames.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("request size {0} exceeds socket.request.max.bytes {1}")]
+    TooLarge(usize, usize),
+    #[error("request size {0} is below the minimum request header size")]
+    TooSmall(i32),
+    #[error("idle for longer than connections.max.idle.ms")]
+    Idle,
+    #[error("a started request frame did not complete in time")]
+    PartialTimeout,
+    #[error("connection closed in the middle of a frame")]
+    EofMidFrame,
+    #[error("read failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads size-prefixed frames with size checks and deadlines.
+#[derive(Debug)]
+pub struct FrameReader<R> {
+    rd: R,
+    buf: BytesMut,
+    frame_bytes_max: usize,
+    idle: Duration,
+    partial: Duration,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(rd: R, frame_bytes_max: usize, idle: Duration, partial: Duration) -> Self {
+        Self {
+            rd,
+            buf: BytesMut::with_capacity(READ_CHUNK_BYTES),
+            frame_bytes_max,
+            idle,
+            partial,
+        }
+    }
+
+    /// Reads more bytes before `deadline`; `Ok(false)` on end of stream.
+    async fn fill(&mut self, deadline: Instant, timeout: FrameError) -> Result<bool, FrameError> {
+        match tokio::time::timeout_at(deadline, self.rd.read_buf(&mut self.buf)).await {
+            Err(_) => Err(timeout),
+            Ok(Ok(0)) => Ok(false),
+            Ok(Ok(_)) => Ok(true),
+            Ok(Err(e)) => Err(FrameError::Io(e)),
+        }
+    }
+
+    /// The next frame (without its size prefix), or `None` at a clean end of stream.
+    pub async fn next_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
+        if self.buf.is_empty() {
+            self.buf.reserve(READ_CHUNK_BYTES);
+            if !self
+                .fill(Instant::now() + self.idle, FrameError::Idle)
+                .await?
+            {
+                return Ok(None);
+            }
+        }
+        let deadline = Instant::now() + self.partial;
+        while self.buf.len() < 4 {
+            if !self.fill(deadline, FrameError::PartialTimeout).await? {
+                return Err(FrameError::EofMidFrame);
+            }
+        }
+        let size = (&self.buf[..4]).get_i32();
+        let Ok(len) = usize::try_from(size) else {
+            return Err(FrameError::TooSmall(size));
+        };
+        if len < FRAME_BYTES_MIN {
+            return Err(FrameError::TooSmall(size));
+        }
+        if len > self.frame_bytes_max {
+            return Err(FrameError::TooLarge(len, self.frame_bytes_max));
+        }
+        let total = 4 + len;
+        while self.buf.len() < total {
+            let want = (total - self.buf.len()).min(READ_CHUNK_BYTES);
+            self.buf.reserve(want);
+            if !self.fill(deadline, FrameError::PartialTimeout).await? {
+                return Err(FrameError::EofMidFrame);
+            }
+        }
+        let mut frame = self.buf.split_to(total).freeze();
+        frame.advance(4);
+        Ok(Some(frame))
+    }
+}
+
+/// Bytes held by one connection's queued requests and responses.
+#[derive(Debug)]
+struct Budget {
+    used: AtomicUsize,
+    max: usize,
+    freed: Notify,
+}
+
+impl Budget {
+    async fn wait_below_max(&self) {
+        while self.used.load(Ordering::Acquire) > self.max {
+            self.freed.notified().await;
+        }
+    }
+
+    fn take(&self, n: usize) {
+        self.used.fetch_add(n, Ordering::AcqRel);
+    }
+
+    fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+        self.freed.notify_one();
+    }
+}
+
+enum Body {
+    Now(ResponseBody),
+    Later(LaterResponse),
+}
+
+/// A reply queued for the writer.
+struct Outgoing {
+    correlation_id: i32,
+    api_key: ApiKey,
+    version: i16,
+    body: Body,
+    /// Bytes charged to the budget for this entry.
+    charged: usize,
+}
+
+/// Serves one accepted connection until the client leaves, a bad frame, or shutdown.
+pub async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    listener: Arc<ListenerInfo>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let s = &broker.settings;
+    let idle = Duration::from_millis(s.connection_idle_ms_max.max(1));
+    let partial = Duration::from_millis(s.partial_frame_ms_max.max(1));
+    let (rd, wr) = stream.into_split();
+    let mut frames = FrameReader::new(rd, s.socket_request_bytes_max, idle, partial);
+    let budget = Arc::new(Budget {
+        used: AtomicUsize::new(0),
+        max: s.queued_response_bytes_max,
+        freed: Notify::new(),
+    });
+    let (tx, rx) = mpsc::channel::<Outgoing>(s.in_flight_requests_max.max(1));
+    let writer = tokio::spawn(write_loop(wr, rx, Arc::clone(&budget), idle));
+
+    loop {
+        tokio::select! {
+            _ = budget.wait_below_max() => {}
+            _ = shutdown.changed() => break,
+        }
+        if *shutdown.borrow() {
+            break;
+        }
+        let frame = tokio::select! {
+            f = frames.next_frame() => f,
+            _ = shutdown.changed() => break,
+        };
+        let frame = match frame {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "closing connection");
+                break;
+            }
+        };
+        let size = frame.len();
+        let out = match decode_request(frame) {
+            Ok((header, body)) => {
+                let key = body.api_key();
+                let version = header.request_api_version;
+                if !handlers::is_served(key, version) {
+                    tracing::info!(%peer, api = key.name(), version, "closing connection: API version not served");
+                    break;
+                }
+                let ctx = RequestContext {
+                    broker: &broker,
+                    listener: &listener,
+                    peer,
+                    api_version: version,
+                    correlation_id: header.correlation_id,
+                    client_id: header.client_id.as_deref(),
+                };
+                let body = match handlers::dispatch(&ctx, body) {
+                    Reply::Now(b) => Body::Now(b),
+                    Reply::Later(f) => Body::Later(f),
+                    Reply::Nothing => continue,
+                    Reply::Close(reason) => {
+                        tracing::info!(%peer, api = key.name(), %reason, "closing connection");
+                        break;
+                    }
+                };
+                Outgoing {
+                    correlation_id: header.correlation_id,
+                    api_key: key,
+                    version,
+                    body,
+                    charged: 0,
+                }
+            }
+            Err(DecodeError::UnsupportedApiVersion {
+                api_key,
+                api_version,
+                correlation_id,
+            }) if api_key == ApiKey::ApiVersions as i16 => {
+                tracing::debug!(%peer, api_version, "ApiVersions too new: answering in v0");
+                Outgoing {
+                    correlation_id,
+                    api_key: ApiKey::ApiVersions,
+                    version: 0,
+                    body: Body::Now(handlers::api_versions::unsupported_version_response()),
+                    charged: 0,
+                }
+            }
+            Err(e) => {
+                tracing::info!(%peer, error = %e, "closing connection: undecodable request");
+                break;
+            }
+        };
+        let response_bytes = match &out.body {
+            Body::Now(b) => b.encoded_size(out.version).unwrap_or(0),
+            Body::Later(_) => 0,
+        };
+        let out = Outgoing {
+            charged: size + response_bytes,
+            ..out
+        };
+        budget.take(out.charged);
+        if tx.send(out).await.is_err() {
+            break; // the writer stopped (peer gone or write failed)
+        }
+    }
+    drop(tx);
+    if let Err(e) = writer.await {
+        tracing::error!(%peer, error = %e, "connection writer task failed");
+    }
+}
+
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    budget: Arc<Budget>,
+    timeout: Duration,
+) {
+    while let Some(out) = rx.recv().await {
+        let body = match out.body {
+            Body::Now(b) => b,
+            Body::Later(f) => f.await,
+        };
+        let mut w = ChunkedWriter::new();
+        if let Err(e) = encode_response(out.correlation_id, out.api_key, out.version, &body, &mut w)
+        {
+            tracing::error!(api = out.api_key.name(), version = out.version, error = %e, "cannot encode a response; closing");
+            break;
+        }
+        drop(body);
+        let written = tokio::time::timeout(timeout, write_chunks(&mut wr, w.into_chunks())).await;
+        budget.give_back(out.charged);
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "write failed; closing");
+                break;
+            }
+            Err(_) => {
+                tracing::info!("client did not read its responses in time; closing");
+                break;
+            }
+        }
+    }
+    let _ = wr.shutdown().await;
+}
+
+async fn write_chunks(wr: &mut OwnedWriteHalf, chunks: Vec<Chunk>) -> std::io::Result<()> {
+    for chunk in chunks {
+        match chunk {
+            Chunk::Bytes(b) => wr.write_all(&b).await?,
+            Chunk::File(region) => send_region(wr.as_ref(), &region).await?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn reader(data: Vec<u8>) -> FrameReader<std::io::Cursor<Vec<u8>>> {
+        FrameReader::new(
+            std::io::Cursor::new(data),
+            1024,
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+        )
+    }
+
+    #[tokio::test]
+    async fn frames_and_size_checks() {
+        let mut data = Vec::new();
+        data.extend_from_slice(&8i32.to_be_bytes());
+        data.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        data.extend_from_slice(&9i32.to_be_bytes());
+        data.extend_from_slice(&[9; 9]);
+        let mut r = reader(data);
+        assert_eq!(
+            &r.next_frame().await.unwrap().unwrap()[..],
+            &[1, 2, 3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(r.next_frame().await.unwrap().unwrap().len(), 9);
+        assert!(r.next_frame().await.unwrap().is_none());
+
+        let mut r = reader(2000i32.to_be_bytes().to_vec());
+        assert!(matches!(
+            r.next_frame().await,
+            Err(FrameError::TooLarge(2000, 1024))
+        ));
+        let mut r = reader(7i32.to_be_bytes().to_vec());
+        assert!(matches!(r.next_frame().await, Err(FrameError::TooSmall(7))));
+        let mut r = reader((-1i32).to_be_bytes().to_vec());
+        assert!(matches!(
+            r.next_frame().await,
+            Err(FrameError::TooSmall(-1))
+        ));
+        let mut r = reader(vec![0, 0, 0, 20, 1, 2]);
+        assert!(matches!(r.next_frame().await, Err(FrameError::EofMidFrame)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn partial_frame_times_out() {
+        let (client, server) = tokio::io::duplex(64);
+        let mut r = FrameReader::new(
+            server,
+            1024,
+            Duration::from_secs(600),
+            Duration::from_secs(60),
+        );
+        let mut client = client;
+        client.write_all(&[0, 0, 0, 20, 1]).await.unwrap();
+        assert!(matches!(
+            r.next_frame().await,
+            Err(FrameError::PartialTimeout)
+        ));
+        let (_c2, server2) = tokio::io::duplex(64);
+        let mut r2 = FrameReader::new(
+            server2,
+            1024,
+            Duration::from_secs(600),
+            Duration::from_secs(60),
+        );
+        assert!(matches!(r2.next_frame().await, Err(FrameError::Idle)));
+    }
+}

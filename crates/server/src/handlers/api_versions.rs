@@ -1,0 +1,45 @@
+//! ApiVersions (18), v0-4: the APIs and version ranges this broker serves ([`super::APIS`]).
+//!
+//! A request newer than v4 never reaches this handler: the connection answers it with
+//! [`unsupported_version_response`] encoded as v0 (error UNSUPPORTED_VERSION plus our ranges,
+//! so the client retries with a version we know) and keeps the connection open. Tagged fields
+//! (features) stay empty: old librdkafka mis-skips non-empty tag sections.
+
+use skiff_protocol::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, ResponseBody};
+use skiff_types::ErrorCode;
+
+use super::{APIS, Reply, RequestContext, advertised_versions};
+
+pub fn handle(ctx: &RequestContext<'_>, req: ApiVersionsRequest) -> Reply {
+    if ctx.api_version >= 3 {
+        tracing::debug!(
+            client_software = %req.client_software_name,
+            client_version = %req.client_software_version,
+            "client connected"
+        );
+    }
+    Reply::Now(ResponseBody::ApiVersions(response(ErrorCode::None)))
+}
+
+/// The answer to an ApiVersions request of a version newer than ours (encode it as v0).
+pub fn unsupported_version_response() -> ResponseBody {
+    ResponseBody::ApiVersions(response(ErrorCode::UnsupportedVersion))
+}
+
+fn response(error: ErrorCode) -> ApiVersionsResponse {
+    let api_keys = APIS
+        .iter()
+        .filter_map(|k| {
+            advertised_versions(*k).map(|(min, max)| ApiVersion {
+                api_key: *k as i16,
+                min_version: min,
+                max_version: max,
+            })
+        })
+        .collect();
+    ApiVersionsResponse {
+        error_code: error as i16,
+        api_keys,
+        ..ApiVersionsResponse::default()
+    }
+}

@@ -1,0 +1,201 @@
+//! CreateTopics (19), v2-7.
+//!
+//! Per topic, Kafka's (KRaft controller's) checks and messages: duplicate names in one request
+//! -> INVALID_REQUEST; name rules -> INVALID_TOPIC_EXCEPTION; `num_partitions` -1 = the
+//! `num.partitions` default, otherwise >= 1 (INVALID_PARTITIONS); `replication_factor` -1 =
+//! default, 1 fine, > 1 cannot be met by one broker (INVALID_REPLICATION_FACTOR); a manual
+//! assignment must use -1 for both and name only this broker (INVALID_REPLICA_ASSIGNMENT);
+//! configs validated with the config layer's precise INVALID_CONFIG messages; an existing topic
+//! -> TOPIC_ALREADY_EXISTS. `validate_only` runs every check and creates nothing. From v5 the
+//! answer carries the partition count, replication factor and every topic config with its
+//! source; from v7 the topic id.
+
+use std::collections::{BTreeMap, HashMap};
+
+use skiff_protocol::{
+    CreatableTopic, CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest,
+    CreateTopicsResponse, ResponseBody,
+};
+use skiff_types::ErrorCode;
+use uuid::Uuid;
+
+use super::{Reply, RequestContext};
+use crate::broker::TopicError;
+
+/// Live brokers in this cluster.
+const BROKERS: i16 = 1;
+
+pub fn handle(ctx: &RequestContext<'_>, req: CreateTopicsRequest) -> Reply {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for t in &req.topics {
+        *counts.entry(t.name.as_str()).or_default() += 1;
+    }
+    let mut seen_duplicate = std::collections::HashSet::new();
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        if counts.get(t.name.as_str()).copied().unwrap_or(0) > 1 {
+            // Kafka answers a duplicated name once.
+            if seen_duplicate.insert(t.name.clone()) {
+                topics.push(failed(
+                    &t.name,
+                    TopicError::new(ErrorCode::InvalidRequest, "Duplicate topic name."),
+                ));
+            }
+            continue;
+        }
+        topics.push(match create_one(ctx, t, req.validate_only) {
+            Ok(result) => result,
+            Err(e) => failed(&t.name, e),
+        });
+    }
+    Reply::Now(ResponseBody::CreateTopics(CreateTopicsResponse {
+        topics,
+        ..CreateTopicsResponse::default()
+    }))
+}
+
+fn failed(name: &str, e: TopicError) -> CreatableTopicResult {
+    CreatableTopicResult {
+        name: name.to_string(),
+        error_code: e.code as i16,
+        error_message: Some(e.message),
+        ..CreatableTopicResult::default()
+    }
+}
+
+fn create_one(
+    ctx: &RequestContext<'_>,
+    t: &CreatableTopic,
+    validate_only: bool,
+) -> Result<CreatableTopicResult, TopicError> {
+    let broker = ctx.broker;
+    skiff_metadata::validate_topic_name(&t.name)
+        .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
+    if broker.image().topic(&t.name).is_some() {
+        return Err(TopicError::new(
+            ErrorCode::TopicAlreadyExists,
+            format!("Topic '{}' already exists.", t.name),
+        ));
+    }
+    let partitions = partition_count(ctx, t)?;
+    let replication_factor = match t.replication_factor {
+        -1 => broker.settings.default_replication_factor,
+        rf => rf,
+    };
+    if replication_factor < 1 {
+        return Err(TopicError::new(
+            ErrorCode::InvalidReplicationFactor,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ));
+    }
+    if replication_factor > BROKERS {
+        return Err(TopicError::new(
+            ErrorCode::InvalidReplicationFactor,
+            format!(
+                "Unable to replicate the partition {replication_factor} time(s): The target replication factor of \
+                 {replication_factor} cannot be reached because only {BROKERS} broker(s) are registered."
+            ),
+        ));
+    }
+    let mut configs = BTreeMap::new();
+    for c in &t.configs {
+        let Some(value) = &c.value else {
+            return Err(TopicError::new(
+                ErrorCode::InvalidConfig,
+                format!("Null value not supported for topic configs: {}", c.name),
+            ));
+        };
+        configs.insert(c.name.clone(), value.clone());
+    }
+    let described = broker.topic_configs.describe(&configs);
+    let (id, partitions) = if validate_only {
+        broker.validate_new_topic(&t.name, partitions, &configs)?;
+        (Uuid::nil(), partitions)
+    } else {
+        let info = broker.create_topic(&t.name, partitions, configs)?;
+        (Uuid::from_bytes(info.id), info.partitions)
+    };
+    Ok(CreatableTopicResult {
+        name: t.name.clone(),
+        topic_id: id,
+        error_code: 0,
+        error_message: None,
+        num_partitions: partitions,
+        replication_factor,
+        configs: Some(
+            described
+                .into_iter()
+                .map(|e| CreatableTopicConfigs {
+                    name: e.name,
+                    value: if e.sensitive { None } else { e.value },
+                    read_only: e.read_only,
+                    config_source: e.source,
+                    is_sensitive: e.sensitive,
+                })
+                .collect(),
+        ),
+        ..CreatableTopicResult::default()
+    })
+}
+
+fn partition_count(ctx: &RequestContext<'_>, t: &CreatableTopic) -> Result<i32, TopicError> {
+    let node = ctx.broker.node_id();
+    if t.assignments.is_empty() {
+        return match t.num_partitions {
+            -1 => Ok(ctx.broker.settings.default_partitions.max(1)),
+            n if n >= 1 => Ok(n),
+            _ => Err(TopicError::new(
+                ErrorCode::InvalidPartitions,
+                "Number of partitions was set to an invalid non-positive value.",
+            )),
+        };
+    }
+    if t.num_partitions != -1 {
+        return Err(TopicError::new(
+            ErrorCode::InvalidRequest,
+            "A manual partition assignment was specified, but numPartitions was not set to -1.",
+        ));
+    }
+    if t.replication_factor != -1 {
+        return Err(TopicError::new(
+            ErrorCode::InvalidRequest,
+            "A manual partition assignment was specified, but replicationFactor was not set to -1.",
+        ));
+    }
+    let mut indexes: Vec<i32> = t.assignments.iter().map(|a| a.partition_index).collect();
+    indexes.sort_unstable();
+    for (expected, got) in indexes.iter().enumerate() {
+        if i64::from(*got) != expected as i64 {
+            return Err(TopicError::new(
+                ErrorCode::InvalidReplicaAssignment,
+                format!(
+                    "Partitions should be numbered sequentially starting at 0, but partition {got} was found."
+                ),
+            ));
+        }
+    }
+    for a in &t.assignments {
+        if a.broker_ids.is_empty() {
+            return Err(TopicError::new(
+                ErrorCode::InvalidReplicaAssignment,
+                "The manual partition assignment includes an empty replica list.",
+            ));
+        }
+        if let Some(b) = a.broker_ids.iter().find(|b| **b != node) {
+            return Err(TopicError::new(
+                ErrorCode::InvalidReplicaAssignment,
+                format!(
+                    "The manual partition assignment includes broker {b}, but no such broker is registered."
+                ),
+            ));
+        }
+        if a.broker_ids.len() > 1 {
+            return Err(TopicError::new(
+                ErrorCode::InvalidReplicaAssignment,
+                "The manual partition assignment includes the same broker more than once.",
+            ));
+        }
+    }
+    i32::try_from(t.assignments.len())
+        .map_err(|_| TopicError::new(ErrorCode::InvalidPartitions, "too many partitions"))
+}

@@ -1,0 +1,359 @@
+//! Fetch (1), v4-17: consumer reads, long-polling, incremental fetch sessions, zero-copy data.
+//!
+//! Flow: resolve the requested partitions (by name, or by topic id from v13: unknown ids ->
+//! UNKNOWN_TOPIC_ID), apply the session rules ([`crate::fetch_session`]), then read every
+//! partition of the plan once, in order: each read is capped by its `partition_max_bytes` and
+//! by what is left of the request's `max_bytes` (itself capped by `fetch.max.bytes`); until some
+//! partition returned data, a read may exceed those caps to return one whole batch (Kafka's
+//! `minOneMessage`), so a consumer never stalls behind a batch bigger than its limits. Reads
+//! stop at the high watermark (read_uncommitted) or the last stable offset (read_committed; it
+//! equals the high watermark until transactions exist). A read never starts inside a batch: a
+//! fetch offset inside a batch returns that whole batch.
+//! If fewer than `min_bytes` came back, no partition failed and `max_wait_ms > 0`, the answer
+//! is deferred: the fetch registers with [`crate::waiters::AppendWaiters`] and re-reads when an
+//! append moves a high watermark, until `min_bytes` or the deadline (or shutdown).
+//! Record data is returned as `Records::File` regions of segment files, which the connection
+//! sends with `sendfile`, never copied through user space.
+
+use std::sync::Arc;
+
+use skiff_metadata::MetadataImage;
+use skiff_protocol::{
+    FetchRequest, FetchResponse, FetchableTopicResponse, FileRegion, PartitionData, Records,
+    ResponseBody,
+};
+use skiff_storage::StorageError;
+use skiff_types::{ErrorCode, TopicPartition};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::{Reply, RequestContext, check_leader_epoch};
+use crate::broker::{Broker, now_ms};
+use crate::fetch_session::{PartKey, PartRequest, Reported, SessionMode};
+
+/// First Fetch version that names topics by id.
+const TOPIC_ID_MIN_VERSION: i16 = 13;
+const READ_COMMITTED: i8 = 1;
+
+/// The request-wide read limits.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    max_bytes: usize,
+    min_bytes: usize,
+    read_committed: bool,
+}
+
+/// One partition's read.
+#[derive(Debug)]
+struct PartResult {
+    req: PartRequest,
+    error: ErrorCode,
+    reported: Reported,
+    records: Option<FileRegion>,
+}
+
+impl PartResult {
+    fn bytes(&self) -> usize {
+        self.records.as_ref().map_or(0, |r| r.len as usize)
+    }
+}
+
+pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
+    let version = ctx.api_version;
+    let broker = ctx.broker;
+    let image = broker.image();
+    let requested = resolve(&image, &req, version);
+    let forgotten: Vec<PartKey> = req
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| {
+            let (id, name) = topic_key(&image, &t.topic, t.topic_id, version);
+            t.partitions.iter().map(move |p| PartKey {
+                topic_id: id,
+                topic: name.clone(),
+                partition: *p,
+            })
+        })
+        .collect();
+    let now = now_ms();
+    let (mode, plan) = broker.fetch_sessions.lock().begin(
+        req.session_id,
+        req.session_epoch,
+        requested,
+        &forgotten,
+        now,
+    );
+    if let SessionMode::Error(code) = mode {
+        return Reply::Now(ResponseBody::Fetch(FetchResponse {
+            error_code: code as i16,
+            session_id: 0,
+            ..FetchResponse::default()
+        }));
+    }
+    let limits = Limits {
+        max_bytes: req.max_bytes.min(broker.settings.fetch_bytes_max).max(0) as usize,
+        min_bytes: req.min_bytes.max(0) as usize,
+        read_committed: req.isolation_level == READ_COMMITTED,
+    };
+    let results = read_plan(broker, &image, &plan, limits);
+    let max_wait_ms = u64::try_from(req.max_wait_ms).unwrap_or(0);
+    if ready(&results, limits) || max_wait_ms == 0 || plan.is_empty() {
+        return Reply::Now(ResponseBody::Fetch(respond(
+            broker, version, mode, results, limits,
+        )));
+    }
+    let broker = Arc::clone(broker);
+    let deadline = Instant::now() + std::time::Duration::from_millis(max_wait_ms);
+    Reply::Later(Box::pin(async move {
+        let results = long_poll(&broker, &plan, limits, deadline).await;
+        ResponseBody::Fetch(respond(&broker, version, mode, results, limits))
+    }))
+}
+
+/// Re-reads on every append notification until `min_bytes`, an error, the deadline or shutdown.
+async fn long_poll(
+    broker: &Arc<Broker>,
+    plan: &[PartRequest],
+    limits: Limits,
+    deadline: Instant,
+) -> Vec<PartResult> {
+    let waiter = Arc::new(Notify::new());
+    let tps: Vec<TopicPartition> = plan
+        .iter()
+        .map(|r| TopicPartition::new(r.key.topic.clone(), r.key.partition))
+        .collect();
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        // Register before reading: an append between the read and the wait is not lost.
+        broker.waiters.register(&tps, &waiter);
+        let image = broker.image();
+        let results = read_plan(broker, &image, plan, limits);
+        if ready(&results, limits) || Instant::now() >= deadline || *shutdown.borrow() {
+            return results;
+        }
+        tokio::select! {
+            _ = waiter.notified() => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+fn ready(results: &[PartResult], limits: Limits) -> bool {
+    let bytes: usize = results.iter().map(PartResult::bytes).sum();
+    bytes >= limits.min_bytes || results.iter().any(|r| r.error != ErrorCode::None)
+}
+
+/// Topic id and canonical name for a requested topic.
+fn topic_key(image: &MetadataImage, name: &str, id: Uuid, version: i16) -> (Uuid, String) {
+    if version >= TOPIC_ID_MIN_VERSION {
+        let name = image
+            .topic_by_id(id.as_bytes())
+            .map(|t| t.name.clone())
+            .unwrap_or_default();
+        (id, name)
+    } else {
+        (Uuid::nil(), name.to_string())
+    }
+}
+
+fn resolve(image: &MetadataImage, req: &FetchRequest, version: i16) -> Vec<PartRequest> {
+    let mut out = Vec::new();
+    for t in &req.topics {
+        let (id, name) = topic_key(image, &t.topic, t.topic_id, version);
+        for p in &t.partitions {
+            out.push(PartRequest {
+                key: PartKey {
+                    topic_id: id,
+                    topic: name.clone(),
+                    partition: p.partition,
+                },
+                fetch_offset: p.fetch_offset,
+                partition_max_bytes: p.partition_max_bytes,
+                current_leader_epoch: p.current_leader_epoch,
+            });
+        }
+    }
+    out
+}
+
+fn read_plan(
+    broker: &Arc<Broker>,
+    image: &MetadataImage,
+    plan: &[PartRequest],
+    limits: Limits,
+) -> Vec<PartResult> {
+    let mut remaining = limits.max_bytes;
+    let mut min_one_message = true;
+    let mut out = Vec::with_capacity(plan.len());
+    for req in plan {
+        let cap = usize::try_from(req.partition_max_bytes.max(0))
+            .unwrap_or(0)
+            .min(remaining);
+        let r = read_one(
+            broker,
+            image,
+            req,
+            cap,
+            min_one_message,
+            limits.read_committed,
+        );
+        let n = r.bytes();
+        if n > 0 {
+            min_one_message = false;
+            remaining = remaining.saturating_sub(n);
+        }
+        out.push(r);
+    }
+    out
+}
+
+const UNKNOWN: Reported = Reported {
+    high_watermark: -1,
+    last_stable_offset: -1,
+    log_start_offset: -1,
+};
+
+fn read_one(
+    broker: &Arc<Broker>,
+    image: &MetadataImage,
+    req: &PartRequest,
+    max_bytes: usize,
+    min_one_message: bool,
+    read_committed: bool,
+) -> PartResult {
+    let fail = |error| PartResult {
+        req: req.clone(),
+        error,
+        reported: UNKNOWN,
+        records: None,
+    };
+    let by_id = !req.key.topic_id.is_nil();
+    let info = match image.topic(&req.key.topic) {
+        Some(info) if !by_id || info.id == *req.key.topic_id.as_bytes() => info,
+        _ if by_id => return fail(ErrorCode::UnknownTopicId),
+        _ => return fail(ErrorCode::UnknownTopicOrPartition),
+    };
+    let epoch_check = check_leader_epoch(req.current_leader_epoch);
+    if epoch_check != ErrorCode::None {
+        return fail(epoch_check);
+    }
+    let log = match broker.partition_log(info, req.key.partition) {
+        Ok(l) => l,
+        Err(code) => return fail(code),
+    };
+    let l = log.lock();
+    let hw = l.high_watermark();
+    let reported = Reported {
+        high_watermark: hw,
+        last_stable_offset: hw,
+        log_start_offset: l.log_start_offset(),
+    };
+    // Both isolation levels stop at the high watermark until transactions exist (LSO == HW).
+    let bound = if read_committed {
+        reported.last_stable_offset
+    } else {
+        hw
+    };
+    match l.read(req.fetch_offset, max_bytes, bound, min_one_message) {
+        Ok(read) => {
+            let records = read.slice.and_then(|s| {
+                u32::try_from(s.len).ok().map(|len| FileRegion {
+                    file: s.file,
+                    position: s.position,
+                    len,
+                })
+            });
+            PartResult {
+                req: req.clone(),
+                error: ErrorCode::None,
+                reported,
+                records,
+            }
+        }
+        Err(e) => {
+            if !matches!(e, StorageError::OffsetOutOfRange { .. }) {
+                tracing::error!(topic = %req.key.topic, partition = req.key.partition, error = %e, "fetch read failed");
+            }
+            PartResult {
+                reported,
+                ..fail(e.error_code())
+            }
+        }
+    }
+}
+
+/// Builds the response; for sessions, creates the new session or filters to changed partitions.
+fn respond(
+    broker: &Arc<Broker>,
+    version: i16,
+    mode: SessionMode,
+    results: Vec<PartResult>,
+    limits: Limits,
+) -> FetchResponse {
+    let now = now_ms();
+    let mut sessions = broker.fetch_sessions.lock();
+    let (session_id, results) = match mode {
+        SessionMode::Incremental { id } => {
+            let kept = results
+                .into_iter()
+                .filter(|r| {
+                    let news = r.error != ErrorCode::None || r.bytes() > 0;
+                    sessions.should_report(id, &r.req.key, r.reported, news)
+                })
+                .collect();
+            (id, kept)
+        }
+        SessionMode::New => {
+            let parts: Vec<_> = results
+                .iter()
+                .map(|r| (r.req.clone(), r.reported))
+                .collect();
+            (sessions.create(&parts, now), results)
+        }
+        SessionMode::Sessionless | SessionMode::Error(_) => (0, results),
+    };
+    drop(sessions);
+    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    for r in results {
+        let partition = PartitionData {
+            partition_index: r.req.key.partition,
+            error_code: r.error as i16,
+            high_watermark: r.reported.high_watermark,
+            last_stable_offset: r.reported.last_stable_offset,
+            log_start_offset: r.reported.log_start_offset,
+            aborted_transactions: limits.read_committed.then(Vec::new),
+            preferred_read_replica: -1,
+            records: Some(match r.records {
+                Some(region) => Records::File(region),
+                None => Records::default(),
+            }),
+            ..PartitionData::default()
+        };
+        let same_topic = topics
+            .last()
+            .is_some_and(|t| t.topic == r.req.key.topic && t.topic_id == r.req.key.topic_id);
+        if same_topic {
+            if let Some(t) = topics.last_mut() {
+                t.partitions.push(partition);
+            }
+        } else {
+            topics.push(FetchableTopicResponse {
+                topic: if version < TOPIC_ID_MIN_VERSION {
+                    r.req.key.topic.clone()
+                } else {
+                    String::new()
+                },
+                topic_id: r.req.key.topic_id,
+                partitions: vec![partition],
+            });
+        }
+    }
+    FetchResponse {
+        error_code: 0,
+        session_id,
+        responses: topics,
+        ..FetchResponse::default()
+    }
+}

@@ -1,0 +1,136 @@
+//! ListOffsets (2), v1-10: offsets by timestamp, and the special timestamps.
+//!
+//! -1 latest: the high watermark (read_uncommitted) or last stable offset (read_committed;
+//! equal until transactions exist); -2 earliest: the log start offset; -3 (v7+) the record
+//! with the largest timestamp; -4 (v8+) earliest local = earliest (no tiered storage); -5
+//! (v9+) latest tiered: nothing is tiered, so "not found" (-1, -1); T >= 0: the first offset
+//! whose timestamp is >= T, never at or beyond the bound (else "not found"). A special
+//! timestamp newer than the request version -> UNSUPPORTED_VERSION for that partition.
+//! `current_leader_epoch` (v4+) is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+
+use skiff_protocol::{
+    ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse,
+    ListOffsetsTopicResponse, ResponseBody,
+};
+use skiff_types::ErrorCode;
+
+use super::{Reply, RequestContext, check_leader_epoch};
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+/// First version whose response carries a leader epoch.
+const LEADER_EPOCH_MIN_VERSION: i16 = 4;
+
+struct Found {
+    offset: i64,
+    timestamp: i64,
+    leader_epoch: i32,
+}
+
+const NOT_FOUND: Found = Found {
+    offset: -1,
+    timestamp: -1,
+    leader_epoch: -1,
+};
+
+pub fn handle(ctx: &RequestContext<'_>, req: ListOffsetsRequest) -> Reply {
+    let v = ctx.api_version;
+    let image = ctx.broker.image();
+    let read_committed = req.isolation_level == 1;
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| ListOffsetsTopicResponse {
+            name: t.name.clone(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let result = image
+                        .topic(&t.name)
+                        .ok_or(ErrorCode::UnknownTopicOrPartition)
+                        .and_then(|info| {
+                            lookup(
+                                ctx,
+                                info,
+                                p.partition_index,
+                                p.current_leader_epoch,
+                                p.timestamp,
+                                read_committed,
+                            )
+                        });
+                    let (error, found) = match result {
+                        Ok(f) => (ErrorCode::None, f),
+                        Err(code) => (code, NOT_FOUND),
+                    };
+                    ListOffsetsPartitionResponse {
+                        partition_index: p.partition_index,
+                        error_code: error as i16,
+                        timestamp: found.timestamp,
+                        offset: found.offset,
+                        leader_epoch: if v >= LEADER_EPOCH_MIN_VERSION {
+                            found.leader_epoch
+                        } else {
+                            -1
+                        },
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    Reply::Now(ResponseBody::ListOffsets(ListOffsetsResponse {
+        topics,
+        ..ListOffsetsResponse::default()
+    }))
+}
+
+fn lookup(
+    ctx: &RequestContext<'_>,
+    info: &skiff_metadata::TopicInfo,
+    partition: i32,
+    current_leader_epoch: i32,
+    timestamp: i64,
+    read_committed: bool,
+) -> Result<Found, ErrorCode> {
+    let v = ctx.api_version;
+    let min_version = match timestamp {
+        MAX_TIMESTAMP => 7,
+        EARLIEST_LOCAL => 8,
+        LATEST_TIERED => 9,
+        _ => 0,
+    };
+    if v < min_version {
+        return Err(ErrorCode::UnsupportedVersion);
+    }
+    let epoch_check = check_leader_epoch(current_leader_epoch);
+    if epoch_check != ErrorCode::None {
+        return Err(epoch_check);
+    }
+    let log = ctx.broker.partition_log(info, partition)?;
+    let l = log.lock();
+    // read_committed is bounded by the last stable offset, which equals the high watermark
+    // until transactions exist.
+    let _ = read_committed;
+    let bound = l.high_watermark();
+    let target = match timestamp {
+        LATEST_TIERED => return Ok(NOT_FOUND),
+        EARLIEST_LOCAL => EARLIEST,
+        t if t < 0 && t != LATEST && t != EARLIEST && t != MAX_TIMESTAMP => return Ok(NOT_FOUND),
+        t => t,
+    };
+    match l.offset_for_timestamp(target, bound) {
+        Ok(Some(found)) => Ok(Found {
+            offset: found.offset,
+            timestamp: found.timestamp,
+            leader_epoch: found.leader_epoch.unwrap_or(-1),
+        }),
+        Ok(None) => Ok(NOT_FOUND),
+        Err(e) => {
+            tracing::error!(topic = %info.name, partition, error = %e, "ListOffsets lookup failed");
+            Err(e.error_code())
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Metadata (3), v0-12: brokers, cluster id, controller, topics with partitions.
+//!
+//! Single node: this broker is the only broker, the controller, and the leader (epoch 0) and
+//! only replica of every partition. The broker entry carries the advertised address of the
+//! listener the client connected through. Unknown topics are auto-created when
+//! `auto.create.topics.enable` and the request allows it (v4+ flag; always for v0-3), with
+//! `num.partitions`, synchronously, so the answer already shows them ready; an invalid name
+//! then answers INVALID_TOPIC_EXCEPTION. Otherwise UNKNOWN_TOPIC_OR_PARTITION (by name) or
+//! UNKNOWN_TOPIC_ID (v10+, by id). A null topic list (v1+) or an empty one at v0 means all.
+
+use std::collections::BTreeMap;
+
+use skiff_metadata::TopicInfo;
+use skiff_protocol::{
+    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
+    MetadataResponseTopic, ResponseBody,
+};
+use skiff_types::ErrorCode;
+use uuid::Uuid;
+
+use super::{Reply, RequestContext};
+use crate::broker::LEADER_EPOCH;
+
+/// Kafka's "authorized operations not requested" sentinel.
+const OPS_NOT_REQUESTED: i32 = i32::MIN;
+/// Topic operations when no authorizer is configured: READ(3) WRITE(4) CREATE(5) DELETE(6)
+/// ALTER(7) DESCRIBE(8) DESCRIBE_CONFIGS(10) ALTER_CONFIGS(11).
+const ALL_TOPIC_OPS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+
+pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
+    let v = ctx.api_version;
+    let broker = ctx.broker;
+    let auto_create =
+        broker.settings.auto_create_topics && (v < 4 || req.allow_auto_topic_creation);
+    let ops = if req.include_topic_authorized_operations {
+        ALL_TOPIC_OPS
+    } else {
+        OPS_NOT_REQUESTED
+    };
+    let all = match &req.topics {
+        None => true,
+        Some(t) => v == 0 && t.is_empty(),
+    };
+    let node = broker.node_id();
+    let mut topics = Vec::new();
+    if all {
+        for info in broker.image().topics.values() {
+            topics.push(topic_entry(info, node, ops));
+        }
+    } else {
+        for t in req.topics.iter().flatten() {
+            let entry = match (&t.name, t.topic_id.is_nil()) {
+                (Some(name), _) => by_name(ctx, name, auto_create, ops),
+                (None, false) => match broker.image().topic_by_id(t.topic_id.as_bytes()) {
+                    Some(info) => topic_entry(info, node, ops),
+                    // v12 allows a null name here; older versions need a string.
+                    None => error_entry(
+                        if v >= 12 { None } else { Some(String::new()) },
+                        t.topic_id,
+                        ErrorCode::UnknownTopicId,
+                    ),
+                },
+                (None, true) => {
+                    error_entry(Some(String::new()), Uuid::nil(), ErrorCode::InvalidRequest)
+                }
+            };
+            topics.push(entry);
+        }
+    }
+    let response = MetadataResponse {
+        brokers: vec![MetadataResponseBroker {
+            node_id: node,
+            host: ctx.listener.advertised_host.clone(),
+            port: i32::from(ctx.listener.advertised_port),
+            rack: None,
+        }],
+        cluster_id: Some(broker.cluster_id().to_string()),
+        controller_id: node,
+        topics,
+        ..MetadataResponse::default()
+    };
+    Reply::Now(ResponseBody::Metadata(response))
+}
+
+fn by_name(
+    ctx: &RequestContext<'_>,
+    name: &str,
+    auto_create: bool,
+    ops: i32,
+) -> MetadataResponseTopic {
+    let broker = ctx.broker;
+    let node = broker.node_id();
+    if let Some(info) = broker.image().topic(name) {
+        return topic_entry(info, node, ops);
+    }
+    if !auto_create {
+        return error_entry(
+            Some(name.to_string()),
+            Uuid::nil(),
+            ErrorCode::UnknownTopicOrPartition,
+        );
+    }
+    if skiff_metadata::validate_topic_name(name).is_err() {
+        return error_entry(
+            Some(name.to_string()),
+            Uuid::nil(),
+            ErrorCode::InvalidTopicException,
+        );
+    }
+    let partitions = broker.settings.default_partitions.max(1);
+    match broker.create_topic(name, partitions, BTreeMap::new()) {
+        Ok(info) => topic_entry(&info, node, ops),
+        Err(e) if e.code == ErrorCode::TopicAlreadyExists => match broker.image().topic(name) {
+            Some(info) => topic_entry(info, node, ops),
+            None => error_entry(
+                Some(name.to_string()),
+                Uuid::nil(),
+                ErrorCode::LeaderNotAvailable,
+            ),
+        },
+        Err(e) => {
+            tracing::warn!(topic = name, error = %e.message, "auto-creating a topic failed");
+            error_entry(Some(name.to_string()), Uuid::nil(), e.code)
+        }
+    }
+}
+
+fn topic_entry(info: &TopicInfo, node: i32, ops: i32) -> MetadataResponseTopic {
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(info.name.clone()),
+        topic_id: Uuid::from_bytes(info.id),
+        is_internal: info.name.starts_with("__"),
+        partitions: (0..info.partitions)
+            .map(|p| partition_entry(p, node))
+            .collect(),
+        topic_authorized_operations: ops,
+    }
+}
+
+fn partition_entry(index: i32, node: i32) -> MetadataResponsePartition {
+    MetadataResponsePartition {
+        error_code: 0,
+        partition_index: index,
+        leader_id: node,
+        leader_epoch: LEADER_EPOCH,
+        replica_nodes: vec![node],
+        isr_nodes: vec![node],
+        offline_replicas: Vec::new(),
+    }
+}
+
+fn error_entry(name: Option<String>, id: Uuid, code: ErrorCode) -> MetadataResponseTopic {
+    MetadataResponseTopic {
+        error_code: code as i16,
+        name,
+        topic_id: id,
+        is_internal: false,
+        partitions: Vec::new(),
+        topic_authorized_operations: OPS_NOT_REQUESTED,
+    }
+}

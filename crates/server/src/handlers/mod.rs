@@ -1,0 +1,163 @@
+//! Request handlers: one file per Kafka API, all the same shape, and a flat dispatch.
+//!
+//! Shape of every handler: `pub fn handle(ctx: &RequestContext, req: XRequest) -> Reply`.
+//! The synchronous part runs on the connection's reader, in request order (so pipelined
+//! requests take effect in the order they were sent: an append, a topic creation). Anything
+//! that has to wait (a durable produce's fsync, a fetch long-poll) is returned as
+//! [`Reply::Later`], a future the connection's writer awaits in order before writing.
+//! Handlers map domain errors to Kafka error codes; they never panic and never touch the
+//! socket. [`APIS`] is the one table of what this broker serves: ApiVersions advertises it,
+//! the connection closes on anything outside it.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use skiff_protocol::{ApiKey, RequestBody, ResponseBody};
+
+use crate::broker::Broker;
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod fetch;
+pub mod init_producer_id;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+
+/// A response that will be ready later.
+pub type LaterResponse = Pin<Box<dyn Future<Output = ResponseBody> + Send + 'static>>;
+
+/// What a handler decided.
+pub enum Reply {
+    /// Answer with this now.
+    Now(ResponseBody),
+    /// Answer with what this future yields (awaited in request order).
+    Later(LaterResponse),
+    /// No response (acks=0 produce).
+    Nothing,
+    /// Close the connection (the reason is logged).
+    Close(String),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Now(b) => write!(f, "Reply::Now({:?})", b.api_key()),
+            Reply::Later(_) => f.write_str("Reply::Later"),
+            Reply::Nothing => f.write_str("Reply::Nothing"),
+            Reply::Close(r) => write!(f, "Reply::Close({r})"),
+        }
+    }
+}
+
+/// The listener a request arrived on, as clients should see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerInfo {
+    pub name: String,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+}
+
+/// Everything a handler may look at besides its request body.
+#[derive(Debug)]
+pub struct RequestContext<'a> {
+    pub broker: &'a Arc<Broker>,
+    pub listener: &'a ListenerInfo,
+    pub peer: SocketAddr,
+    pub api_version: i16,
+    pub correlation_id: i32,
+    pub client_id: Option<&'a str>,
+}
+
+/// Every API this broker serves. Version ranges come from the protocol crate's table (the
+/// generated codec supports exactly what we advertise).
+pub const APIS: &[ApiKey] = &[
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::Metadata,
+    ApiKey::ApiVersions,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::InitProducerId,
+];
+
+/// Produce versions below this are advertised (librdkafka needs min 0 to enable compression,
+/// KAFKA-18659) but refused by closing the connection, as Kafka 4 does.
+pub const PRODUCE_MIN_USABLE_VERSION: i16 = 3;
+
+/// The advertised (min, max) of an API, `None` if this broker does not serve it.
+pub fn advertised_versions(key: ApiKey) -> Option<(i16, i16)> {
+    APIS.contains(&key).then(|| key.supported_versions())
+}
+
+/// Whether a request of this API and version is served (else the connection is closed).
+pub fn is_served(key: ApiKey, version: i16) -> bool {
+    match advertised_versions(key) {
+        Some((min, max)) => {
+            (min..=max).contains(&version)
+                && !(key == ApiKey::Produce && version < PRODUCE_MIN_USABLE_VERSION)
+        }
+        None => false,
+    }
+}
+
+/// Routes a decoded request to its handler.
+pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
+    match body {
+        RequestBody::ApiVersions(r) => api_versions::handle(ctx, r),
+        RequestBody::Metadata(r) => metadata::handle(ctx, r),
+        RequestBody::Produce(r) => produce::handle(ctx, r),
+        RequestBody::Fetch(r) => fetch::handle(ctx, r),
+        RequestBody::ListOffsets(r) => list_offsets::handle(ctx, r),
+        RequestBody::CreateTopics(r) => create_topics::handle(ctx, r),
+        RequestBody::DeleteTopics(r) => delete_topics::handle(ctx, r),
+        RequestBody::InitProducerId(r) => init_producer_id::handle(ctx, r),
+        other => Reply::Close(format!("{} is not served", other.api_key().name())),
+    }
+}
+
+/// Leader-epoch check of a partition request (`current_leader_epoch`, -1 = not given).
+pub(crate) fn check_leader_epoch(requested: i32) -> skiff_types::ErrorCode {
+    use skiff_types::ErrorCode;
+    if requested < 0 || requested == crate::broker::LEADER_EPOCH {
+        ErrorCode::None
+    } else if requested > crate::broker::LEADER_EPOCH {
+        ErrorCode::UnknownLeaderEpoch
+    } else {
+        ErrorCode::FencedLeaderEpoch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertised_table_is_exactly_the_brief() {
+        let got: Vec<_> = APIS
+            .iter()
+            .map(|k| (*k as i16, advertised_versions(*k)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Some((0, 11))),
+                (1, Some((4, 17))),
+                (2, Some((1, 10))),
+                (3, Some((0, 12))),
+                (18, Some((0, 4))),
+                (19, Some((2, 7))),
+                (20, Some((1, 6))),
+                (22, Some((0, 5))),
+            ]
+        );
+        assert!(!is_served(ApiKey::Produce, 2));
+        assert!(is_served(ApiKey::Produce, 3));
+        assert!(!is_served(ApiKey::Fetch, 3));
+        assert!(!is_served(ApiKey::JoinGroup, 0));
+    }
+}

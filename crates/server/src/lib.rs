@@ -1,0 +1,36 @@
+//! Skiff L5: the async network shell of the broker (the only crate that uses tokio).
+//!
+//! Mental model: [`Server::start`] opens the broker state ([`Broker`]: metadata store, log
+//! manager, fetch-session cache, fetch waiters), binds every listener and accepts connections.
+//! Each connection ([`connection`]) reads size-prefixed Kafka frames, decodes them with
+//! `skiff-protocol`, runs one handler per API ([`handlers`], flat dispatch, one table of served
+//! APIs and versions) in request order, and writes the responses in that same order; fetch data
+//! goes from segment files to the socket with `sendfile`.
+//!
+//! Ownership and threads: a multi-threaded tokio runtime (two workers in the binary). Shared
+//! state is behind `Arc<Broker>`; every lock is short and never held across an `.await`.
+//! Blocking work that can take long (fsync of durable appends, startup, shutdown) runs on the
+//! blocking pool.
+//!
+//! Invariants: no input from the network can panic the process or affect another connection;
+//! bad frames close their own connection (reliability.md table (c)); responses on one
+//! connection are always in request order.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod broker;
+pub mod connection;
+pub mod error;
+pub mod fetch_session;
+pub mod handlers;
+pub mod listener;
+pub mod sendfile;
+pub mod server;
+pub mod settings;
+pub mod waiters;
+
+pub use broker::Broker;
+pub use error::ServerError;
+pub use server::{BoundListener, Server};
+pub use settings::{
+    ListenerSettings, ServerSettings, StorageTopicConfigs, TopicConfigEntry, TopicConfigs,
+};

@@ -1,0 +1,187 @@
+//! Starting and stopping the whole server: broker state, listeners, background work.
+//!
+//! Start: open the metadata log and every partition log (blocking, before serving), start the
+//! log manager's background ticker, bind every listener (port 0 = ephemeral; the advertised
+//! port then follows the bound one) and spawn one accept loop per listener.
+//! Shutdown (SIGTERM/SIGINT in the binary): flip the shutdown watch (accept loops stop,
+//! connections stop reading at a frame boundary, long-polling fetches answer now), wait for
+//! connections to drain (bounded by `shutdown_drain_ms_max`), stop the ticker, then
+//! `LogManager::shutdown()` (flush, checkpoints, clean-shutdown marker) and close the metadata log.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skiff_storage::log_manager::BackgroundHandle;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::broker::Broker;
+use crate::error::ServerError;
+use crate::handlers::ListenerInfo;
+use crate::listener::{ConnectionLimits, accept_loop};
+use crate::settings::{ServerSettings, TopicConfigs};
+
+/// A listener as bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundListener {
+    pub name: String,
+    pub local_addr: SocketAddr,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+}
+
+impl BoundListener {
+    /// The line the binary prints on stdout when ready.
+    pub fn ready_line(&self) -> String {
+        format!(
+            "skiff ready listener={} bind={} advertised={}:{}",
+            self.name,
+            self.local_addr,
+            bracket_ipv6(&self.advertised_host),
+            self.advertised_port
+        )
+    }
+}
+
+fn bracket_ipv6(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct Server {
+    broker: Arc<Broker>,
+    listeners: Vec<BoundListener>,
+    shutdown_tx: watch::Sender<bool>,
+    drain_rx: mpsc::Receiver<()>,
+    accept_tasks: Vec<JoinHandle<()>>,
+    background: Option<BackgroundHandle>,
+}
+
+impl Server {
+    /// Opens storage and metadata, binds every listener and starts serving.
+    pub async fn start(
+        settings: ServerSettings,
+        topic_configs: Arc<dyn TopicConfigs>,
+    ) -> Result<Server, ServerError> {
+        if settings.listeners.is_empty() {
+            return Err(ServerError::Settings("no listeners configured".into()));
+        }
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let listener_settings = settings.listeners.clone();
+        let broker = {
+            let rx = shutdown_rx.clone();
+            tokio::task::spawn_blocking(move || Broker::open(settings, topic_configs, rx))
+                .await
+                .map_err(|e| ServerError::Settings(format!("startup task failed: {e}")))??
+        };
+        let background = Some(broker.logs.start_background());
+        let limits = ConnectionLimits::new(
+            broker.settings.connections_max,
+            broker.settings.connections_per_ip_max,
+        );
+        let (drain_tx, drain_rx) = mpsc::channel::<()>(1);
+        let mut listeners = Vec::new();
+        let mut accept_tasks = Vec::new();
+        for l in &listener_settings {
+            let host = if l.bind_host.is_empty() {
+                "0.0.0.0"
+            } else {
+                l.bind_host.trim_start_matches('[').trim_end_matches(']')
+            };
+            let tcp = TcpListener::bind((host, l.bind_port))
+                .await
+                .map_err(|source| ServerError::Bind {
+                    name: l.name.clone(),
+                    addr: format!("{host}:{}", l.bind_port),
+                    source,
+                })?;
+            let local_addr = tcp.local_addr()?;
+            let advertised_host = if l.advertised_host.is_empty() {
+                "localhost".to_string()
+            } else {
+                l.advertised_host.clone()
+            };
+            let advertised_port = if l.advertised_port == 0 {
+                local_addr.port()
+            } else {
+                l.advertised_port
+            };
+            let info = Arc::new(ListenerInfo {
+                name: l.name.clone(),
+                advertised_host: advertised_host.clone(),
+                advertised_port,
+            });
+            tracing::info!(listener = %l.name, bind = %local_addr, advertised = %format!("{advertised_host}:{advertised_port}"), "listening");
+            listeners.push(BoundListener {
+                name: l.name.clone(),
+                local_addr,
+                advertised_host,
+                advertised_port,
+            });
+            accept_tasks.push(tokio::spawn(accept_loop(
+                tcp,
+                info,
+                Arc::clone(&broker),
+                Arc::clone(&limits),
+                drain_tx.clone(),
+                shutdown_rx.clone(),
+            )));
+        }
+        drop(drain_tx);
+        Ok(Server {
+            broker,
+            listeners,
+            shutdown_tx,
+            drain_rx,
+            accept_tasks,
+            background,
+        })
+    }
+
+    /// The bound listeners, in configuration order.
+    pub fn listeners(&self) -> &[BoundListener] {
+        &self.listeners
+    }
+
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// Stops accepting, drains connections, then shuts storage down cleanly.
+    pub async fn shutdown(mut self) -> Result<(), ServerError> {
+        tracing::info!("shutting down");
+        let _ = self.shutdown_tx.send(true);
+        for t in self.accept_tasks.drain(..) {
+            let _ = t.await;
+        }
+        let drain = Duration::from_millis(self.broker.settings.shutdown_drain_ms_max);
+        if tokio::time::timeout(drain, self.drain_rx.recv())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "connections still open after {} ms; closing storage anyway",
+                drain.as_millis()
+            );
+        }
+        let background = self.background.take();
+        let broker = Arc::clone(&self.broker);
+        tokio::task::spawn_blocking(move || {
+            drop(background);
+            broker.logs.shutdown()?;
+            broker.metadata.close()?;
+            Ok::<(), ServerError>(())
+        })
+        .await
+        .map_err(|e| ServerError::Settings(format!("shutdown task failed: {e}")))??;
+        tracing::info!("shutdown complete");
+        Ok(())
+    }
+}

@@ -1,0 +1,154 @@
+//! The `skiff` binary: `skiff serve [--config FILE] [--override KEY=VALUE]...`.
+//!
+//! Mental model: parse the command line (clap), load the configuration (precedence
+//! `--override` > `KAFKA_*` environment > `--config` file > defaults; any error exits 2 with the
+//! message on stderr), set up tracing on stderr (`RUST_LOG` filter, `--log-format json`
+//! optional), start the server on a two-worker tokio runtime, print one
+//! `skiff ready listener=... bind=... advertised=...` line per listener on stdout, then wait for
+//! SIGTERM/SIGINT and shut down cleanly (flush, checkpoints, clean-shutdown marker), exiting 0.
+//! stdout carries only the ready lines; logs go to stderr.
+
+mod settings;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use skiff_config::{BrokerConfig, ConfigSources};
+use skiff_server::Server;
+
+/// Exit code for configuration errors (and bad command lines, as clap does).
+const EXIT_CONFIG: u8 = 2;
+/// Exit code when the broker fails at runtime (bind, storage).
+const EXIT_FAILURE: u8 = 1;
+/// Shutdown must finish well within the 30 s an orchestrator waits.
+const SHUTDOWN_MS_MAX: u64 = 25_000;
+
+#[derive(Parser, Debug)]
+#[command(name = "skiff", version, about = "A Kafka-compatible broker")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a broker in the foreground.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// A Kafka server.properties file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Set one configuration key (repeatable); the value is everything after the first `=`.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// Log line format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    init_tracing(args.log_format);
+    let mut sources = ConfigSources::from_process_env();
+    sources.file = args.config;
+    sources.overrides = args.overrides;
+    let config = match BrokerConfig::load(sources) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("skiff: configuration error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let server_settings = settings::server_settings(&config);
+    let topic_configs = Arc::new(settings::BrokerTopicConfigs(config));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("skiff-worker")
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("skiff: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let code = runtime.block_on(async move {
+        let server = match Server::start(server_settings, topic_configs).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "startup failed");
+                eprintln!("skiff: startup failed: {e}");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        };
+        {
+            let mut out = std::io::stdout().lock();
+            for l in server.listeners() {
+                let _ = writeln!(out, "{}", l.ready_line());
+            }
+            let _ = out.flush();
+        }
+        if let Err(e) = wait_for_signal().await {
+            tracing::error!(error = %e, "cannot listen for signals; shutting down");
+        }
+        match tokio::time::timeout(Duration::from_millis(SHUTDOWN_MS_MAX), server.shutdown()).await
+        {
+            Ok(Ok(())) => ExitCode::SUCCESS,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "shutdown failed");
+                ExitCode::from(EXIT_FAILURE)
+            }
+            Err(_) => {
+                tracing::error!("shutdown did not finish in time");
+                ExitCode::from(EXIT_FAILURE)
+            }
+        }
+    });
+    // Connections still draining must not hold the process open.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    code
+}
+
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! From Kafka-named configuration (`skiff-config`) to the server's typed settings.
+//!
+//! Mental model: [`server_settings`] reads every key the server acts on once at start;
+//! [`BrokerTopicConfigs`] answers topic-level questions (effective log config, validation
+//! messages, the described list) from the same [`BrokerConfig`]. Listeners and advertised
+//! listeners are paired by name; an advertised port of 0 follows the bound port.
+
+use std::collections::BTreeMap;
+
+use skiff_config::BrokerConfig;
+use skiff_server::{ListenerSettings, ServerSettings, TopicConfigEntry, TopicConfigs};
+use skiff_storage::LogConfig;
+
+/// The server settings of a loaded configuration.
+pub fn server_settings(cfg: &BrokerConfig) -> ServerSettings {
+    let log_manager = cfg.log_manager_config();
+    let mut s = ServerSettings::with_log_dir(
+        log_manager
+            .log_dirs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "./skiff-data".into()),
+    );
+    s.log_manager = log_manager;
+    s.node_id = cfg.node_id();
+    s.listeners = cfg
+        .listeners()
+        .iter()
+        .map(|l| {
+            let adv = cfg.advertised_listeners().iter().find(|a| a.name == l.name);
+            ListenerSettings {
+                name: l.name.clone(),
+                bind_host: if l.is_wildcard() {
+                    String::new()
+                } else {
+                    l.host.clone()
+                },
+                bind_port: l.port,
+                advertised_host: adv.map_or_else(|| "localhost".to_string(), |a| a.host.clone()),
+                advertised_port: adv.map_or(0, |a| a.port),
+            }
+        })
+        .collect();
+    s.socket_request_bytes_max = cfg.socket_request_max_bytes();
+    s.connection_idle_ms_max = u64::try_from(cfg.connections_max_idle_ms()).unwrap_or(600_000);
+    s.connections_max = usize::try_from(cfg.max_connections()).unwrap_or(1).max(1);
+    s.connections_per_ip_max = usize::try_from(cfg.max_connections_per_ip())
+        .unwrap_or(1)
+        .max(1);
+    s.auto_create_topics = cfg.auto_create_topics_enable();
+    s.default_partitions = cfg.num_partitions();
+    s.default_replication_factor = cfg.default_replication_factor();
+    if let Some(v) = cfg.get_i64("fetch.max.bytes") {
+        s.fetch_bytes_max = i32::try_from(v).unwrap_or(i32::MAX);
+    }
+    if let Some(v) = cfg.get_i64("max.incremental.fetch.session.cache.slots") {
+        s.fetch_session_slots = usize::try_from(v).unwrap_or(0);
+    }
+    s
+}
+
+/// Topic-level configuration from the broker configuration.
+#[derive(Debug)]
+pub struct BrokerTopicConfigs(pub BrokerConfig);
+
+impl TopicConfigs for BrokerTopicConfigs {
+    fn log_config(&self, overrides: &BTreeMap<String, String>) -> Result<LogConfig, String> {
+        self.0
+            .topic_log_config(overrides)
+            .map_err(|e| e.to_string())
+    }
+
+    fn describe(&self, overrides: &BTreeMap<String, String>) -> Vec<TopicConfigEntry> {
+        self.0
+            .describe_topic(overrides)
+            .into_iter()
+            .map(|e| TopicConfigEntry {
+                name: e.name,
+                value: e.value,
+                read_only: e.read_only,
+                source: e.source.id(),
+                sensitive: e.sensitive,
+            })
+            .collect()
+    }
+}
