@@ -3,9 +3,47 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::prelude::*;
 use skiff_protocol::*;
+
+/// Records the largest single allocation made by the current thread, to prove that hostile
+/// counts are rejected before anything is reserved for them.
+struct Tracking;
+
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = LARGEST.try_with(|m| m.set(m.get().max(layout.size())));
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = LARGEST.try_with(|m| m.set(m.get().max(new_size)));
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Tracking = Tracking;
+
+/// Runs `f` and returns the largest single allocation it made on this thread.
+fn largest_allocation(f: impl FnOnce()) -> usize {
+    LARGEST.with(|m| m.set(0));
+    f();
+    LARGEST.with(Cell::get)
+}
 
 /// A valid Fetch v17 request frame (without the size prefix) to mutate.
 fn valid_fetch_frame() -> Bytes {
@@ -56,7 +94,11 @@ fn an_array_claiming_i32_max_elements_fails_fast() {
     frame.put_i16(-1); // null client id
     frame.put_i32(i32::MAX);
     frame.extend_from_slice(b"only a few bytes follow");
-    let err = decode_request(frame.freeze()).unwrap_err();
+    let frame = frame.freeze();
+    let mut result = None;
+    let largest = largest_allocation(|| result = Some(decode_request(frame)));
+    assert!(largest < 4096, "decoding allocated {largest} bytes at once");
+    let err = result.unwrap().unwrap_err();
     match err {
         DecodeError::MalformedRequest {
             correlation_id: 99,
@@ -82,8 +124,34 @@ fn a_compact_array_claiming_u32_max_elements_fails_fast() {
     frame.put_i16(-1);
     frame.put_u8(0); // header tagged fields
     frame.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]); // count + 1 = u32::MAX
-    let err = decode_request(frame.freeze()).unwrap_err();
+    let frame = frame.freeze();
+    let mut result = None;
+    let largest = largest_allocation(|| result = Some(decode_request(frame)));
+    assert!(largest < 4096, "decoding allocated {largest} bytes at once");
+    let err = result.unwrap().unwrap_err();
     assert!(matches!(err, DecodeError::MalformedRequest { .. }), "{err}");
+}
+
+#[test]
+fn a_large_but_plausible_count_preallocates_at_most_a_mebibyte() {
+    // 3 MB of input claiming 3M topic entries of a ~100-byte struct: the count is within the
+    // bytes remaining, so it is not rejected up front, but only 1 MiB is reserved before the
+    // entries actually decode (here the first one fails).
+    let mut frame = BytesMut::new();
+    frame.put_i16(ApiKey::Metadata as i16);
+    frame.put_i16(4);
+    frame.put_i32(1);
+    frame.put_i16(-1);
+    frame.put_i32(3_000_000);
+    frame.extend_from_slice(&[0xff; 3_000_000]);
+    let frame = frame.freeze();
+    let mut result = None;
+    let largest = largest_allocation(|| result = Some(decode_request(frame)));
+    assert!(
+        largest <= 1 << 20,
+        "decoding allocated {largest} bytes at once"
+    );
+    assert!(result.unwrap().is_err());
 }
 
 #[test]
