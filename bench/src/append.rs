@@ -13,6 +13,8 @@
 //! Each run starts after `sync()` with the previous run's files deleted, like the `dd` runs.
 //! Single-threaded; the returned `Log` is owned by the caller.
 
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -54,6 +56,34 @@ pub fn validation_config(cfg: &LogConfig) -> ValidationConfig {
         max_message_bytes: cfg.max_message_bytes,
         compacted: cfg.cleanup_policy_compact,
     }
+}
+
+/// The control for a run, measured just before it: the same prepared batches, in the same
+/// order and sizes, written with plain `write(2)` to a fresh file (no log logic). Timed the
+/// same way as [`run_once`]; the file is deleted afterwards. Returns MB/s of batch bytes.
+pub fn raw_write_once(path: &Path, pool: &mut BatchPool, batches: u64) -> Result<f64> {
+    let _ = std::fs::remove_file(path);
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    let n = pool.records_per_batch;
+    let mut next_ts = now_ms() - 3_600_000;
+    settle();
+    let mut timed = Duration::ZERO;
+    let mut bytes = 0u64;
+    for i in 0..batches {
+        let batch = pool.prepare(i as usize, next_ts);
+        next_ts += n;
+        let t0 = Instant::now();
+        file.write_all(batch).context("raw write")?;
+        timed += t0.elapsed();
+        bytes += batch.len() as u64;
+    }
+    drop(file);
+    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    Ok(bytes as f64 / timed.as_secs_f64() / crate::report::MB)
 }
 
 /// Opens (creating) a log in `dir` as a fresh partition would be.

@@ -49,12 +49,31 @@ enum Command {
         /// Shrinks every volume and duration for a smoke run (< 30 s); figures are meaningless.
         #[arg(long)]
         quick: bool,
+        /// Runs only these sections (comma-separated; default all).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        only: Vec<storage::Section>,
+        /// Nominal batch sizes in bytes for the append, read and durable sections
+        /// (comma-separated; default 16384,262144,1048576).
+        #[arg(long, value_delimiter = ',')]
+        batch_sizes: Vec<usize>,
     },
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Storage { dir, quick } => storage::run(&dir, quick),
+        Command::Storage {
+            dir,
+            quick,
+            only,
+            batch_sizes,
+        } => storage::run(
+            &dir,
+            &storage::Options {
+                quick,
+                only,
+                batch_sizes,
+            },
+        ),
     }
 }
