@@ -723,3 +723,44 @@ async fn e2e_shutdown_answers_a_parked_fetch_and_writes_the_clean_marker() {
     assert!(started.elapsed() < Duration::from_secs(30));
     assert!(dir.join(".kafka_cleanshutdown").exists());
 }
+
+#[tokio::test]
+async fn e2e_connection_limits_and_idle_timeout() {
+    let t = start_with(|s| {
+        s.connections_per_ip_max = 2;
+        s.connection_idle_ms_max = 300;
+    })
+    .await;
+    let mut a = Client::connect(t.addr).await;
+    let mut b = Client::connect(t.addr).await;
+    // Both are served.
+    for c in [&mut a, &mut b] {
+        let ResponseBody::ApiVersions(r) = c.call(3, ApiVersionsRequest::default()).await else {
+            panic!()
+        };
+        assert_eq!(r.error_code, 0);
+    }
+    // A third from the same address is accepted and closed (B19).
+    let mut third = Client::connect(t.addr).await;
+    assert!(third.is_closed().await);
+    // Idle connections are closed after connections.max.idle.ms (B4).
+    let started = Instant::now();
+    assert!(a.is_closed().await);
+    assert!(b.is_closed().await);
+    assert!(started.elapsed() < DEADLINE);
+    // Their slots are given back (as their tasks finish, just after the close).
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let mut again = Client::connect(t.addr).await;
+        let (frame, _) = again.frame(3, ApiVersionsRequest::default());
+        let sent = tokio::io::AsyncWriteExt::write_all(&mut again.stream, &frame)
+            .await
+            .is_ok();
+        if sent && again.read_frame().await.is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "per-IP slots never came back");
+        tokio::task::yield_now().await;
+    }
+    t.server.shutdown().await.unwrap();
+}

@@ -1,0 +1,210 @@
+//! End-to-end tests of the `skiff` binary: ready lines, a request over TCP, SIGTERM shutdown
+//! with the clean-shutdown marker, data surviving a restart, and configuration errors (exit 2).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use skiff_protocol::*;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+struct Broker {
+    child: Child,
+    port: u16,
+    ready: String,
+}
+
+fn spawn(data: &Path) -> Broker {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .arg("serve")
+        .arg("--override")
+        .arg("listeners=PLAINTEXT://127.0.0.1:0")
+        .arg("--override")
+        .arg(format!("log.dirs={}", data.display()))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let ready = rx.recv_timeout(DEADLINE).expect("a ready line");
+    assert!(
+        ready.starts_with("skiff ready listener=PLAINTEXT bind=127.0.0.1:"),
+        "{ready}"
+    );
+    let bind = ready
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("bind="))
+        .unwrap();
+    let port: u16 = bind.rsplit(':').next().unwrap().parse().unwrap();
+    assert!(port > 0);
+    assert!(
+        ready.ends_with(&format!("advertised=127.0.0.1:{port}")),
+        "{ready}"
+    );
+    Broker { child, port, ready }
+}
+
+fn call(
+    stream: &mut TcpStream,
+    correlation_id: i32,
+    version: i16,
+    body: impl Into<RequestBody>,
+) -> ResponseBody {
+    let body = body.into();
+    let key = body.api_key();
+    let header = RequestHeader {
+        request_api_key: key as i16,
+        request_api_version: version,
+        correlation_id,
+        client_id: Some("e2e".into()),
+    };
+    let mut out = BytesMut::new();
+    encode_request(&header, &body, &mut out).unwrap();
+    stream.write_all(&out).unwrap();
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).unwrap();
+    let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut buf).unwrap();
+    let (h, body) = decode_response(key, version, Bytes::from(buf)).unwrap();
+    assert_eq!(h.correlation_id, correlation_id);
+    body
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s
+}
+
+fn sigterm_and_wait(mut b: Broker) -> std::process::ExitStatus {
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(b.child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = b.child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "broker did not exit within 30 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn batch(value: &str) -> Bytes {
+    let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
+    b.append(1_700_000_000_000, None, Some(value.as_bytes()), &[]);
+    Bytes::from(b.build().unwrap())
+}
+
+#[test]
+fn e2e_serve_ready_sigterm_clean_marker_and_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let b = spawn(&data);
+    let mut s = connect(b.port);
+    let ResponseBody::ApiVersions(r) = call(&mut s, 1, 3, ApiVersionsRequest::default()) else {
+        panic!()
+    };
+    assert_eq!(r.error_code, 0);
+    // Auto-create through Metadata, then produce one record.
+    let req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            name: Some("restart".into()),
+            ..MetadataRequestTopic::default()
+        }]),
+        allow_auto_topic_creation: true,
+        ..MetadataRequest::default()
+    };
+    let ResponseBody::Metadata(r) = call(&mut s, 2, 12, req) else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].error_code, 0);
+    assert_eq!(r.brokers[0].port, i32::from(b.port));
+    let req = ProduceRequest {
+        acks: -1,
+        timeout_ms: 5000,
+        topic_data: vec![TopicProduceData {
+            name: "restart".into(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(Records::Bytes(batch("kept"))),
+            }],
+        }],
+        ..ProduceRequest::default()
+    };
+    let ResponseBody::Produce(r) = call(&mut s, 3, 11, req) else {
+        panic!()
+    };
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    drop(s);
+    let first_port = b.port;
+    let status = sigterm_and_wait(b);
+    assert!(status.success(), "exit status {status:?}");
+    assert!(
+        data.join(".kafka_cleanshutdown").exists(),
+        "clean-shutdown marker written"
+    );
+
+    // Restart: the record is still there, and the marker was consumed.
+    let b = spawn(&data);
+    assert!(b.ready.contains("listener=PLAINTEXT"));
+    let _ = first_port;
+    assert!(!data.join(".kafka_cleanshutdown").exists());
+    let mut s = connect(b.port);
+    let req = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![ListOffsetsTopic {
+            name: "restart".into(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                timestamp: -1,
+                ..ListOffsetsPartition::default()
+            }],
+        }],
+        ..ListOffsetsRequest::default()
+    };
+    let ResponseBody::ListOffsets(r) = call(&mut s, 4, 9, req) else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].offset, 1);
+    drop(s);
+    assert!(sigterm_and_wait(b).success());
+}
+
+#[test]
+fn e2e_config_error_exits_2_with_message() {
+    let out = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["serve", "--override", "log.retention.hour=5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("log.retention.hour"), "{err}");
+    assert!(
+        err.contains("log.retention.hours"),
+        "did-you-mean in: {err}"
+    );
+    assert!(out.stdout.is_empty());
+}
