@@ -154,7 +154,7 @@ pub fn generate(specs: &Path) -> Result<BTreeMap<String, String>, String> {
         })
         .collect();
     files.insert("api.rs".into(), api_file(&pairs));
-    files.insert("random.rs".into(), random_file(&msgs));
+    files.insert("random.rs".into(), random_file(&msgs, &pairs));
     files.insert("mod.rs".into(), mod_file(&msgs));
     Ok(files)
 }

@@ -258,16 +258,37 @@ pub fn api_file(apis: &[ApiPair<'_>]) -> String {
     s
 }
 
-pub fn random_file(msgs: &[Message]) -> String {
+pub fn random_file(msgs: &[Message], apis: &[ApiPair<'_>]) -> String {
     let mut s = String::from(HEADER);
     s.push_str(
-        "//! Test-only random value generators, one per generated struct (see `testing.rs`).\n\n\
+        "//! Test-only random value generators, one per generated struct (see `testing.rs`), and\n\
+         //! random request/response bodies by api key.\n\n\
          use super::*;\nuse crate::Records;\nuse crate::testing::{Random, TestRng};\n\n",
     );
     for msg in msgs {
         for st in &msg.structs {
             s.push_str(&emit_random(msg, st));
         }
+    }
+    for (kind, suffix) in [("Request", "request"), ("Response", "response")] {
+        let _ = writeln!(
+            s,
+            "/// A random {suffix} body for `api_key` at `version`.\n\
+             pub(crate) fn random_{suffix}(api_key: ApiKey, rng: &mut TestRng, version: i16) -> {kind}Body {{\nmatch api_key {{"
+        );
+        for a in apis {
+            let msg = if kind == "Request" {
+                &a.request.name
+            } else {
+                &a.response.name
+            };
+            let _ = writeln!(
+                s,
+                "ApiKey::{0} => {kind}Body::{0}({msg}::random(rng, version)),",
+                a.name
+            );
+        }
+        s.push_str("}\n}\n\n");
     }
     s
 }
@@ -281,7 +302,7 @@ pub fn mod_file(msgs: &[Message]) -> String {
          //! message's name (e.g. `FetchResponseNodeEndpoint`).\n\n\
          #![allow(\n    clippy::derivable_impls,\n    clippy::field_reassign_with_default,\n    \
          clippy::large_enum_variant,\n    clippy::let_and_return,\n    clippy::single_match,\n    \
-         clippy::collapsible_if\n)]\n\nmod api;\n#[cfg(test)]\nmod random;\n",
+         clippy::collapsible_if\n)]\n\nmod api;\n#[cfg(test)]\npub(crate) mod random;\n",
     );
     let mut mods: Vec<String> = msgs.iter().map(module_name).collect();
     mods.sort();

@@ -99,7 +99,7 @@ mod produce_response;
 mod producer_ids_record;
 mod producer_snapshot;
 #[cfg(test)]
-mod random;
+pub(crate) mod random;
 mod register_broker_record;
 mod remove_topic_record;
 mod request_header;

@@ -4,3 +4,4 @@
 mod debug_tree;
 mod differential;
 mod internal_records;
+mod mutation;
