@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use skiff_protocol::{
-    ApiKey, RequestBody, RequestHeader, ResponseBody, decode_response, encode_request,
-};
+use skiff_protocol::*;
+use skiff_record::{BatchBuilder, BatchOptions, Compression, batches, records};
 use skiff_server::{Server, ServerSettings, StorageTopicConfigs};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -122,4 +121,119 @@ pub fn decode(key: ApiKey, version: i16, correlation_id: i32, frame: Bytes) -> R
 /// The correlation id at the front of a response frame.
 pub fn correlation_of(frame: &Bytes) -> i32 {
     (&frame[..4]).get_i32()
+}
+
+// ---- request builders and response readers shared by the e2e tests ----
+
+pub fn batch(values: &[&str]) -> Bytes {
+    batch_with(values, Compression::None)
+}
+
+pub fn batch_with(values: &[&str], compression: Compression) -> Bytes {
+    let mut b = BatchBuilder::new(BatchOptions {
+        compression,
+        ..BatchOptions::default()
+    });
+    let now = skiff_storage::log_manager::now_ms();
+    for v in values {
+        b.append(now, Some(b"key"), Some(v.as_bytes()), &[]);
+    }
+    Bytes::from(b.build().unwrap())
+}
+
+pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) -> CreatableTopicResult {
+    let req = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: -1,
+            ..CreatableTopic::default()
+        }],
+        timeout_ms: 10_000,
+        ..CreateTopicsRequest::default()
+    };
+    match c.call(7, req).await {
+        ResponseBody::CreateTopics(r) => r.topics.into_iter().next().unwrap(),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+pub fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    ProduceRequest {
+        acks,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(Records::Bytes(records)),
+            }],
+        }],
+        ..ProduceRequest::default()
+    }
+}
+
+pub async fn produce(
+    c: &mut Client,
+    version: i16,
+    topic: &str,
+    records: Bytes,
+) -> PartitionProduceResponse {
+    match c
+        .call(version, produce_request(topic, 0, records, -1))
+        .await
+    {
+        ResponseBody::Produce(r) => r.responses[0].partition_responses[0].clone(),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+pub fn fetch_request(topic: &str, offset: i64, max_wait_ms: i32, min_bytes: i32) -> FetchRequest {
+    FetchRequest {
+        max_wait_ms,
+        min_bytes,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition: 0,
+                fetch_offset: offset,
+                partition_max_bytes: 1 << 20,
+                ..FetchPartition::default()
+            }],
+            ..FetchTopic::default()
+        }],
+        ..FetchRequest::default()
+    }
+}
+
+pub fn fetched(resp: &ResponseBody) -> &PartitionData {
+    match resp {
+        ResponseBody::Fetch(r) => &r.responses[0].partitions[0],
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// (offset, value) of every record in a fetched records field.
+pub fn values(p: &PartitionData) -> Vec<(i64, String)> {
+    let bytes = p
+        .records
+        .as_ref()
+        .and_then(|r| r.as_bytes())
+        .cloned()
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for b in batches(&bytes) {
+        let (_, view) = b.unwrap();
+        let data = view.records_data(1 << 20).unwrap();
+        for r in records(&data, view.records_count()) {
+            let r = r.unwrap();
+            out.push((
+                view.base_offset() + i64::from(r.offset_delta),
+                String::from_utf8(r.value.unwrap().to_vec()).unwrap(),
+            ));
+        }
+    }
+    out
 }
