@@ -86,6 +86,28 @@ pub fn raw_write_once(path: &Path, pool: &mut BatchPool, batches: u64) -> Result
     Ok(bytes as f64 / timed.as_secs_f64() / crate::report::MB)
 }
 
+/// `validate_client_batch` alone over the same batch sequence (CPU only, no I/O): the
+/// validation share of the produce path. Returns MB/s of batch bytes.
+pub fn validate_only(pool: &mut BatchPool, batches: u64) -> Result<f64> {
+    let vcfg = validation_config(&LogConfig::default());
+    let n = pool.records_per_batch;
+    let mut next_ts = now_ms() - 3_600_000;
+    let mut timed = Duration::ZERO;
+    let mut bytes = 0u64;
+    for i in 0..batches {
+        let batch = pool.prepare(i as usize, next_ts);
+        let now = next_ts + n - 1;
+        next_ts += n;
+        let t0 = Instant::now();
+        let v = validate_client_batch(batch, &vcfg, now)
+            .map_err(|e| anyhow!("validation rejected a benchmark batch: {e:?}"))?;
+        std::hint::black_box(v);
+        timed += t0.elapsed();
+        bytes += batch.len() as u64;
+    }
+    Ok(bytes as f64 / timed.as_secs_f64() / crate::report::MB)
+}
+
 /// Opens (creating) a log in `dir` as a fresh partition would be.
 pub fn open_log(dir: &Path, cfg: LogConfig, now_ms: i64) -> Result<Log> {
     let (log, _report) = Log::open(

@@ -257,6 +257,22 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
                         read_log = kept;
                     }
                 }
+                let mut v = Vec::with_capacity(s.append_runs);
+                for _ in 0..s.append_runs {
+                    v.push(append::validate_only(pool, batches)?);
+                }
+                rep.row(
+                    "append",
+                    format!(
+                        "{} batches, {}: validate_client_batch only (CPU, no I/O), x{}",
+                        size_name(pool.nominal_batch_bytes),
+                        pool.compression.name(),
+                        v.len()
+                    ),
+                    format!("{} MB/s batch bytes", Summary::of(&v).fmt(0)),
+                    "-",
+                    "-",
+                );
             }
         }
     } else if wants_read {
