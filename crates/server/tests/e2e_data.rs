@@ -401,3 +401,153 @@ async fn e2e_incremental_fetch_session() {
     assert_eq!(r.error_code, 70);
     t.server.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn e2e_timestamps_list_offsets_and_topic_configs() {
+    let t = start().await;
+    let mut c = Client::connect(t.addr).await;
+    let now = skiff_storage::log_manager::now_ms();
+    assert_eq!(create_topic(&mut c, "ts", 1).await.error_code, 0);
+    for (i, age) in [3000i64, 2000, 1000].iter().enumerate() {
+        let p = produce(&mut c, 9, "ts", batch_at(&[(&format!("t{i}"), now - age)])).await;
+        assert_eq!(
+            (p.error_code, p.log_append_time_ms),
+            (0, -1),
+            "CreateTime topics answer -1"
+        );
+    }
+    assert_eq!(
+        list_offset(&mut c, 7, "ts", now - 2500).await,
+        (0, 1, now - 2000)
+    );
+    assert_eq!(list_offset(&mut c, 7, "ts", -3).await, (0, 2, now - 1000));
+    assert_eq!(
+        list_offset(&mut c, 7, "ts", now + 10_000).await,
+        (0, -1, -1)
+    );
+    assert_eq!(list_offset(&mut c, 6, "ts", -3).await.0, 35, "-3 needs v7");
+    assert_eq!(list_offset(&mut c, 1, "ts", -1).await, (0, 3, -1));
+    // A record two hours in the future: the whole batch is refused, with per-record errors.
+    let bad = batch_at(&[("ok", now), ("future", now + 7_200_000)]);
+    let ResponseBody::Produce(r) = c.call(9, produce_request("ts", 0, bad, -1)).await else {
+        panic!()
+    };
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 32);
+    assert_eq!(
+        p.record_errors
+            .iter()
+            .map(|e| e.batch_index)
+            .collect::<Vec<_>>(),
+        vec![1]
+    );
+    assert!(p.error_message.is_some());
+    assert_eq!(
+        list_offset(&mut c, 7, "ts", -1).await.1,
+        3,
+        "nothing appended"
+    );
+
+    // LogAppendTime: the broker's clock wins and is reported.
+    let created = create_topic_with(
+        &mut c,
+        "lat",
+        &[("message.timestamp.type", "LogAppendTime")],
+    )
+    .await;
+    assert_eq!(created.error_code, 0, "{:?}", created.error_message);
+    let before = skiff_storage::log_manager::now_ms();
+    let p = produce(&mut c, 9, "lat", batch_at(&[("x", 1_000)])).await;
+    assert_eq!(p.error_code, 0);
+    assert!(p.log_append_time_ms >= before);
+    let resp = c.call(12, fetch_request("lat", 0, 0, 0)).await;
+    let bytes = fetched(&resp)
+        .records
+        .as_ref()
+        .and_then(|r| r.as_bytes())
+        .cloned()
+        .unwrap();
+    let (_, view) = skiff_record::batches(&bytes).next().unwrap().unwrap();
+    assert_eq!(
+        view.timestamp_type(),
+        skiff_record::TimestampType::LogAppendTime
+    );
+    assert_eq!(view.max_timestamp(), p.log_append_time_ms);
+
+    // Durable topic (flush.messages=1): acknowledged after fsync, then readable.
+    assert_eq!(
+        create_topic_with(&mut c, "durable", &[("flush.messages", "1")])
+            .await
+            .error_code,
+        0
+    );
+    let p = produce(&mut c, 9, "durable", batch(&["safe"])).await;
+    assert_eq!((p.error_code, p.base_offset), (0, 0));
+    let resp = c.call(12, fetch_request("durable", 0, 0, 0)).await;
+    assert_eq!(fetched(&resp).high_watermark, 1);
+    assert_eq!(values(fetched(&resp)), vec![(0, "safe".to_string())]);
+    t.server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn e2e_fetch_limits_return_at_least_one_whole_batch() {
+    let t = start().await;
+    let mut c = Client::connect(t.addr).await;
+    create_topic(&mut c, "lim", 1).await;
+    for i in 0..3 {
+        produce(
+            &mut c,
+            9,
+            "lim",
+            batch(&[&format!("a{i}"), &format!("b{i}")]),
+        )
+        .await;
+    }
+    // max_bytes far below one batch: still the first whole batch, and only it.
+    let mut req = fetch_request("lim", 0, 0, 0);
+    req.max_bytes = 10;
+    let resp = c.call(12, req).await;
+    assert_eq!(
+        values(fetched(&resp)),
+        vec![(0, "a0".to_string()), (1, "b0".to_string())]
+    );
+    // partition_max_bytes likewise.
+    let mut req = fetch_request("lim", 2, 0, 0);
+    req.topics[0].partitions[0].partition_max_bytes = 1;
+    let resp = c.call(12, req).await;
+    assert_eq!(
+        values(fetched(&resp)),
+        vec![(2, "a1".to_string()), (3, "b1".to_string())]
+    );
+    // Metadata v12 by topic id finds the same topic.
+    let id = t
+        .server
+        .broker()
+        .image()
+        .topic("lim")
+        .map(|t| Uuid::from_bytes(t.id))
+        .unwrap();
+    let req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            topic_id: id,
+            name: None,
+        }]),
+        ..MetadataRequest::default()
+    };
+    let ResponseBody::Metadata(r) = c.call(12, req).await else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].name.as_deref(), Some("lim"));
+    let req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            topic_id: Uuid::new_v4(),
+            name: None,
+        }]),
+        ..MetadataRequest::default()
+    };
+    let ResponseBody::Metadata(r) = c.call(12, req).await else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].error_code, 100);
+    t.server.shutdown().await.unwrap();
+}

@@ -84,3 +84,82 @@ impl TopicConfigs for BrokerTopicConfigs {
             .collect()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use skiff_config::ConfigSources;
+
+    use super::*;
+
+    fn load(overrides: &[&str]) -> BrokerConfig {
+        BrokerConfig::load(ConfigSources {
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            ..ConfigSources::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn defaults_map_to_the_documented_listener() {
+        let s = server_settings(&load(&[]));
+        assert_eq!(
+            s.listeners,
+            vec![ListenerSettings {
+                name: "PLAINTEXT".into(),
+                bind_host: "127.0.0.1".into(),
+                bind_port: 9092,
+                advertised_host: "localhost".into(),
+                advertised_port: 9092,
+            }]
+        );
+        assert!(s.auto_create_topics);
+        assert_eq!(s.socket_request_bytes_max, 104_857_600);
+        assert_eq!(s.connection_idle_ms_max, 600_000);
+        assert_eq!(
+            s.log_manager.log_dirs,
+            vec![std::path::PathBuf::from("./skiff-data")]
+        );
+    }
+
+    #[test]
+    fn overrides_reach_the_server_settings() {
+        let s = server_settings(&load(&[
+            "listeners=PLAINTEXT://:0",
+            "advertised.listeners=PLAINTEXT://example.com:19092",
+            "num.partitions=3",
+            "auto.create.topics.enable=false",
+            "node.id=7",
+            "socket.request.max.bytes=1000",
+        ]));
+        let l = &s.listeners[0];
+        assert_eq!((l.bind_host.as_str(), l.bind_port), ("", 0));
+        assert_eq!(
+            (l.advertised_host.as_str(), l.advertised_port),
+            ("example.com", 19092)
+        );
+        assert_eq!(s.default_partitions, 3);
+        assert!(!s.auto_create_topics);
+        assert_eq!(s.node_id, 7);
+        assert_eq!(s.socket_request_bytes_max, 1000);
+    }
+
+    #[test]
+    fn topic_configs_validate_and_describe_everything() {
+        let t = BrokerTopicConfigs(load(&["log.retention.hours=1"]));
+        let overrides: BTreeMap<String, String> =
+            [("segment.bytes".to_string(), "1048576".to_string())].into();
+        let cfg = t.log_config(&overrides).unwrap();
+        assert_eq!(cfg.segment_bytes, 1_048_576);
+        assert_eq!(cfg.retention_ms, 3_600_000, "broker default applies");
+        let bad: BTreeMap<String, String> = [("segment.bytes".to_string(), "x".to_string())].into();
+        assert!(t.log_config(&bad).unwrap_err().contains("segment.bytes"));
+        let described = t.describe(&overrides);
+        let find = |n: &str| described.iter().find(|e| e.name == n).unwrap();
+        assert_eq!(find("segment.bytes").source, 1, "DYNAMIC_TOPIC_CONFIG");
+        // The broker-level log.retention.hours reaches the described topic value.
+        assert_eq!(find("retention.ms").value.as_deref(), Some("3600000"));
+        assert_eq!(find("cleanup.policy").source, 5, "DEFAULT_CONFIG");
+        assert!(described.len() > 20);
+    }
+}

@@ -237,3 +237,69 @@ pub fn values(p: &PartitionData) -> Vec<(i64, String)> {
     }
     out
 }
+
+/// One batch of records with explicit timestamps.
+pub fn batch_at(values: &[(&str, i64)]) -> Bytes {
+    let mut b = BatchBuilder::new(BatchOptions::default());
+    for (v, ts) in values {
+        b.append(*ts, Some(b"key"), Some(v.as_bytes()), &[]);
+    }
+    Bytes::from(b.build().unwrap())
+}
+
+/// Creates a topic with config overrides; returns the result entry.
+pub async fn create_topic_with(
+    c: &mut Client,
+    name: &str,
+    configs: &[(&str, &str)],
+) -> CreatableTopicResult {
+    let req = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: 1,
+            replication_factor: 1,
+            configs: configs
+                .iter()
+                .map(|(k, v)| CreatableTopicConfig {
+                    name: (*k).into(),
+                    value: Some((*v).into()),
+                })
+                .collect(),
+            ..CreatableTopic::default()
+        }],
+        timeout_ms: 10_000,
+        ..CreateTopicsRequest::default()
+    };
+    match c.call(7, req).await {
+        ResponseBody::CreateTopics(r) => r.topics.into_iter().next().unwrap(),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// ListOffsets for partition 0 of `topic` at `timestamp`: (error, offset, timestamp).
+pub async fn list_offset(
+    c: &mut Client,
+    version: i16,
+    topic: &str,
+    timestamp: i64,
+) -> (i16, i64, i64) {
+    let req = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![ListOffsetsTopic {
+            name: topic.into(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                timestamp,
+                ..ListOffsetsPartition::default()
+            }],
+        }],
+        ..ListOffsetsRequest::default()
+    };
+    match c.call(version, req).await {
+        ResponseBody::ListOffsets(r) => {
+            let p = &r.topics[0].partitions[0];
+            (p.error_code, p.offset, p.timestamp)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
