@@ -30,6 +30,9 @@ pub enum StorageError {
     },
     #[error("the log for {0} is closed or deleted")]
     Closed(String),
+    /// An idempotent-producer check refused a leader append (45, 47 or 87).
+    #[error(transparent)]
+    Producer(#[from] crate::producer_state::ProducerError),
 }
 
 impl StorageError {
@@ -49,6 +52,7 @@ impl StorageError {
             StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             StorageError::RecordListTooLarge { .. } => ErrorCode::RecordListTooLarge,
             StorageError::InvalidArgument(_) => ErrorCode::InvalidRequest,
+            StorageError::Producer(e) => e.error_code(),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod error;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
+pub mod producer_state;
 pub mod read;
 pub mod recovery;
 pub mod retention;
@@ -30,5 +31,8 @@ pub use config::{LogConfig, TopicCompression};
 pub use error::StorageError;
 pub use log::{AppendInfo, LoadReport, Log, LogOpenOptions};
 pub use log_manager::{LogManager, LogManagerConfig, SharedLog};
+pub use producer_state::{
+    Check, DuplicateBatch, ProducerEntrySnapshot, ProducerError, ProducerStateManager,
+};
 pub use read::{ReadResult, TimestampOffset};
 pub use segment::FileSlice;

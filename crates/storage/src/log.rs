@@ -25,6 +25,8 @@ use skiff_types::TopicPartition;
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::leader_epoch::LeaderEpochCache;
+use crate::producer_state::Check;
+use crate::producer_state::partition::PartitionProducers;
 use crate::retention::{self, RetentionInput, SegmentFacts};
 use crate::segment::{DELETED_SUFFIX, LogSegment, RollParams, SegmentOptions};
 use crate::sync::SyncState;
@@ -63,6 +65,9 @@ pub struct AppendInfo {
     pub size: usize,
     /// Durable mode: the caller must `sync().sync_to(last_offset + 1)` before acknowledging.
     pub needs_sync: bool,
+    /// An idempotent retry of an appended batch: nothing was appended, the offsets and
+    /// `max_timestamp` are the original batch's.
+    pub duplicate: bool,
 }
 
 /// One partition's log.
@@ -81,6 +86,7 @@ pub struct Log {
     pub(crate) unflushed_messages: i64,
     pub(crate) last_flush_ms: i64,
     pub(crate) pending_deletes: Vec<(i64, Vec<PathBuf>)>,
+    pub(crate) producers: PartitionProducers,
 }
 
 impl Log {
@@ -166,13 +172,28 @@ impl Log {
     }
 
     /// Appends a validated client batch as leader: assigns `baseOffset = log end offset` and
-    /// stamps `leader_epoch`, both in place (outside the CRC).
+    /// stamps `leader_epoch`, both in place (outside the CRC). A batch with a producer id is
+    /// first checked against the producer state: a retry of one of the producer's last 5
+    /// batches appends nothing and answers `duplicate: true` with the original offsets; a
+    /// sequence or epoch violation is `StorageError::Producer`.
     pub fn append_as_leader(
         &mut self,
         batch: &mut [u8],
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendInfo> {
+        if let Check::Duplicate(d) = self.check_producer_state(batch)? {
+            let records = BatchView::new(batch).map_or(0, |v| v.records_count().max(0));
+            return Ok(AppendInfo {
+                base_offset: d.first_offset,
+                last_offset: d.last_offset,
+                max_timestamp: d.timestamp,
+                record_count: records,
+                size: 0,
+                needs_sync: self.config.is_durable(),
+                duplicate: true,
+            });
+        }
         let base = self.log_end_offset;
         skiff_record::set_base_offset(batch, base);
         skiff_record::set_partition_leader_epoch(batch, leader_epoch);
@@ -214,6 +235,7 @@ impl Log {
             self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
         }
         self.log_end_offset = last + 1;
+        self.record_producer_batch(&view, base, last);
         let records = view.records_count().max(0);
         self.unflushed_messages += i64::from(records);
         let durable = self.config.is_durable();
@@ -226,6 +248,7 @@ impl Log {
             record_count: records,
             size: batch.len(),
             needs_sync: durable,
+            duplicate: false,
         })
     }
 
@@ -287,6 +310,7 @@ impl Log {
         let file = Arc::clone(seg.file());
         self.segments.insert(new_base, seg);
         self.sync.publish(&file, self.log_end_offset);
+        self.snapshot_producers_on_roll(new_base)?;
         tracing::debug!(tp = %self.tp, base = new_base, "rolled new segment");
         Ok(())
     }
@@ -322,6 +346,7 @@ impl Log {
         self.log_end_offset = new_end;
         let max_index = self.config.segment_index_bytes;
         self.active_mut().make_active(max_index)?;
+        self.truncate_producer_state()?;
         self.after_truncation()
     }
 
@@ -339,6 +364,7 @@ impl Log {
         self.segments.insert(offset, seg);
         self.log_start_offset = offset;
         self.log_end_offset = offset;
+        self.reset_producer_state(offset);
         self.epochs.clear();
         self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
         self.after_truncation()
@@ -375,6 +401,7 @@ impl Log {
         }
         if target > self.log_start_offset {
             self.log_start_offset = target;
+            self.producer_state_on_log_start();
             self.epochs.truncate_from_start(target);
             self.epochs
                 .flush()
@@ -455,6 +482,7 @@ impl Log {
             .unwrap_or(self.log_end_offset);
         if first > self.log_start_offset {
             self.log_start_offset = first;
+            self.producer_state_on_log_start();
             self.epochs.truncate_from_start(first);
             self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
         }
@@ -493,6 +521,7 @@ impl Log {
     pub fn close(&mut self, now_ms: i64) -> Result<()> {
         self.active_mut().on_become_inactive()?;
         self.flush(now_ms)?;
+        self.snapshot_producers_on_close()?;
         self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
         Ok(())
     }

@@ -5,8 +5,9 @@
 //! reads the marker (then deletes it: a crash from now on is unclean), the checkpoints, and loads
 //! every partition in parallel on a bounded number of threads. A background thread ("ticker")
 //! applies retention every `log.retention.check.interval.ms`, fsyncs rolled segments and logs
-//! whose `flush.messages`/`flush.ms` are due, deletes `.deleted` files after their delay, and
-//! rewrites the checkpoints on their intervals.
+//! whose `flush.messages`/`flush.ms` are due, deletes `.deleted` files after their delay,
+//! forgets producer ids idle for `producer.id.expiration.ms`, and rewrites the checkpoints on
+//! their intervals.
 //!
 //! KAFKA-851 invariant: every checkpoint is rewritten in full from the set of logs this broker
 //! *hosts* (the `logs` map), never from leadership or liveness state, so a hosted partition is
@@ -63,6 +64,10 @@ pub struct LogManagerConfig {
     pub tick_interval_ms: u64,
     /// Partition directory names the log manager must leave alone (e.g. the metadata log).
     pub reserved_dirs: Vec<String>,
+    /// `producer.id.expiration.ms`: idle producers are forgotten after this long.
+    pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms`
+    pub producer_id_expiration_check_interval_ms: i64,
 }
 
 impl Default for LogManagerConfig {
@@ -76,6 +81,9 @@ impl Default for LogManagerConfig {
             high_watermark_checkpoint_interval_ms: 5_000,
             tick_interval_ms: 200,
             reserved_dirs: vec!["__cluster_metadata-0".to_string()],
+            producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            producer_id_expiration_check_interval_ms:
+                crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
         }
     }
 }
@@ -86,6 +94,7 @@ struct Timers {
     last_recovery_checkpoint_ms: i64,
     last_start_checkpoint_ms: i64,
     last_hw_checkpoint_ms: i64,
+    last_producer_expiry_ms: i64,
 }
 
 /// All partition logs of this broker.
@@ -178,7 +187,9 @@ impl LogManager {
         let mut logs = BTreeMap::new();
         let mut reports = Vec::new();
         for r in results.into_inner() {
-            let (i, tp, log, rep) = r?;
+            let (i, tp, mut log, rep) = r?;
+            // Kafka drops producers that expired while the broker was down when it loads them.
+            log.remove_expired_producers(now, cfg.producer_id_expiration_ms);
             reports.push((tp.clone(), rep));
             logs.insert(tp, (i, Arc::new(Mutex::new(log))));
         }
@@ -195,6 +206,7 @@ impl LogManager {
                 last_recovery_checkpoint_ms: now,
                 last_start_checkpoint_ms: now,
                 last_hw_checkpoint_ms: now,
+                last_producer_expiry_ms: now,
             }),
             checkpoint_lock: Mutex::new(()),
             closed: AtomicBool::new(false),
@@ -303,7 +315,7 @@ impl LogManager {
             }
             l.delete_expired_files(now);
         }
-        let (retention, rp, start, hw) = {
+        let (retention, rp, start, hw, expiry) = {
             let mut t = self.timers.lock();
             let due = |last: &mut i64, every: i64| {
                 let d = now.saturating_sub(*last) >= every;
@@ -329,8 +341,22 @@ impl LogManager {
                     &mut t.last_hw_checkpoint_ms,
                     self.cfg.high_watermark_checkpoint_interval_ms,
                 ),
+                due(
+                    &mut t.last_producer_expiry_ms,
+                    self.cfg.producer_id_expiration_check_interval_ms,
+                ),
             )
         };
+        if expiry {
+            for (tp, log) in &logs {
+                let removed = log
+                    .lock()
+                    .remove_expired_producers(now, self.cfg.producer_id_expiration_ms);
+                if removed > 0 {
+                    tracing::debug!(%tp, removed, "expired idle producer ids");
+                }
+            }
+        }
         if retention {
             for (tp, log) in &logs {
                 if let Err(e) = log.lock().apply_retention(now, i64::MAX) {

@@ -22,6 +22,7 @@ use crate::config::LogConfig;
 use crate::error::{IoContext, Result};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{LEADER_EPOCH_FILE, LoadReport, Log, LogOpenOptions, remove_files};
+use crate::producer_state::partition::PartitionProducers;
 use crate::segment::scan::BatchReader;
 use crate::segment::{
     DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, parse_base_offset,
@@ -81,6 +82,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: opts.now_ms,
             pending_deletes: Vec::new(),
+            producers: PartitionProducers::default(),
         };
 
         let mut needs_rebuild = Vec::new();
@@ -139,6 +141,8 @@ impl Log {
         report.rebuilt_indexes = report.recovered_segments;
 
         log.finish_load(opts)?;
+        // Producer state follows the recovered log: snapshot + replay up to its end.
+        log.load_producer_state(opts.clean_shutdown)?;
         Ok((log, report))
     }
 

@@ -27,6 +27,11 @@ pub struct BatchHeader {
     pub last_offset: i64,
     pub partition_leader_epoch: i32,
     pub max_timestamp: i64,
+    pub attributes: i16,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: i32,
 }
 
 impl BatchHeader {
@@ -36,6 +41,16 @@ impl BatchHeader {
 
     pub fn end_position(&self) -> u64 {
         self.position + u64::from(self.size)
+    }
+
+    /// Attribute bit 4.
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & 0x10 != 0
+    }
+
+    /// Attribute bit 5.
+    pub fn is_control(&self) -> bool {
+        self.attributes & 0x20 != 0
     }
 
     /// Parses the fixed header from at least [`BATCH_HEADER_BYTES`] bytes. Returns `None` when the
@@ -63,6 +78,11 @@ impl BatchHeader {
             last_offset: base_offset.checked_add(i64::from(delta))?,
             partition_leader_epoch: be_i32(12),
             max_timestamp: be_i64(35),
+            attributes: i16::from_be_bytes([b[21], b[22]]),
+            producer_id: be_i64(43),
+            producer_epoch: i16::from_be_bytes([b[51], b[52]]),
+            base_sequence: be_i32(53),
+            records_count: be_i32(57),
         })
     }
 }

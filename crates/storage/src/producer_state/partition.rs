@@ -1,0 +1,189 @@
+//! Producer state inside a partition [`Log`]: the glue between the pure
+//! [`ProducerStateManager`], its snapshot files, and the log's segments.
+//!
+//! Mental model (Kafka's `UnifiedLog` + `LogLoader.rebuildProducerState`): the state always
+//! reflects the log up to its end (`map_end_offset == log_end_offset` after every operation).
+//! - leader append: [`Log::check_producer_state`] before offsets are assigned, `update` after;
+//!   follower append: `update` only;
+//! - roll: the state's offset moves to the new segment's base and a snapshot is written there;
+//!   clean close: a snapshot at the log end (fsynced); only the newest
+//!   [`SNAPSHOTS_TO_KEEP`](super::snapshot::SNAPSHOTS_TO_KEEP) snapshots are kept;
+//! - open (after recovery truncated the log): snapshots above the log end or below the log start
+//!   are deleted, the newest valid one is loaded (corrupt ones are deleted), and the batches
+//!   from its offset to the log end are replayed from their headers. As in Kafka, a clean start
+//!   without any snapshot file (a log written before producer state existed) skips the replay;
+//! - truncation: snapshots above the new end go; the state is trimmed in memory when that is
+//!   exact, else reloaded from the newest snapshot at or below the end plus a replay;
+//! - log start moves (retention, DeleteRecords): snapshots below it go, entries stay (KIP-360).
+//!
+//! Not synchronised: lives inside `Log`, which its owner keeps behind a mutex.
+
+use skiff_record::BatchView;
+
+use super::snapshot::SnapshotFiles;
+use super::{Check, ProducerBatch, ProducerEntrySnapshot, ProducerStateManager};
+use crate::error::{IoContext, Result, StorageError};
+use crate::log::Log;
+
+/// The producer state of one partition and its snapshot files.
+#[derive(Debug, Default)]
+pub struct PartitionProducers {
+    pub(crate) state: ProducerStateManager,
+    pub(crate) snapshots: SnapshotFiles,
+}
+
+impl Log {
+    /// The producer state (read-only).
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producers.state
+    }
+
+    /// Every known producer of this partition, in producer-id order (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<ProducerEntrySnapshot> {
+        self.producers.state.active_producers()
+    }
+
+    /// Offsets of the producer snapshot files on disk, ascending.
+    pub fn producer_snapshot_offsets(&self) -> Vec<i64> {
+        self.producers.snapshots.offsets()
+    }
+
+    /// Drops producers idle for `expiration_ms` (`producer.id.expiration.ms`). Returns how many.
+    pub fn remove_expired_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.state.remove_expired(now_ms, expiration_ms)
+    }
+
+    /// Decides a client batch before the leader assigns offsets: [`Check::Append`], a
+    /// duplicate's original placement, or `StorageError::Producer`.
+    pub fn check_producer_state(&self, batch: &[u8]) -> Result<Check> {
+        let view = BatchView::new(batch).map_err(|e| {
+            StorageError::InvalidArgument(format!("append of an invalid batch: {e}"))
+        })?;
+        Ok(self
+            .producers
+            .state
+            .check(&ProducerBatch::from_view(&view))?)
+    }
+
+    /// Records a batch just appended at `[base, last]`.
+    pub(crate) fn record_producer_batch(&mut self, view: &BatchView<'_>, base: i64, last: i64) {
+        self.producers
+            .state
+            .update(&ProducerBatch::from_view(view), base, last);
+    }
+
+    /// After a roll to `new_base`: the state reflects the log up to there; snapshot it.
+    pub(crate) fn snapshot_producers_on_roll(&mut self, new_base: i64) -> Result<()> {
+        self.producers.state.advance_map_end_offset(new_base);
+        self.write_producer_snapshot(self.config.is_durable())
+    }
+
+    /// Clean close: snapshot at the log end, fsynced.
+    pub(crate) fn snapshot_producers_on_close(&mut self) -> Result<()> {
+        let end = self.log_end_offset;
+        self.producers.state.advance_map_end_offset(end);
+        self.write_producer_snapshot(true)
+    }
+
+    fn write_producer_snapshot(&mut self, sync: bool) -> Result<()> {
+        let p = &mut self.producers;
+        p.snapshots.write(&p.state, sync).at(&self.dir)?;
+        p.snapshots.retain_latest();
+        Ok(())
+    }
+
+    /// After `truncate_to` set the new log end.
+    pub(crate) fn truncate_producer_state(&mut self) -> Result<()> {
+        let end = self.log_end_offset;
+        self.producers.snapshots.delete_above(end);
+        if self.producers.state.truncate_to(end) {
+            return Ok(());
+        }
+        let start = self.log_start_offset.min(end);
+        self.producers.state = self
+            .producers
+            .snapshots
+            .load_latest(end)
+            .filter(|s| s.map_end_offset() >= start)
+            .unwrap_or_else(|| ProducerStateManager::new(start));
+        self.replay_producer_batches()?;
+        Ok(())
+    }
+
+    /// After `truncate_fully_and_start_at(offset)`.
+    pub(crate) fn reset_producer_state(&mut self, offset: i64) {
+        self.producers.state.truncate_fully_and_start_at(offset);
+        self.producers.snapshots.delete_all();
+    }
+
+    /// After the log start offset moved up.
+    pub(crate) fn producer_state_on_log_start(&mut self) {
+        let start = self.log_start_offset;
+        self.producers.state.truncate_head(start);
+        self.producers.snapshots.delete_below(start);
+    }
+
+    /// Rebuilds the state on open, after recovery: newest valid snapshot plus a replay.
+    pub(crate) fn load_producer_state(&mut self, clean_shutdown: bool) -> Result<()> {
+        let (start, end) = (self.log_start_offset, self.log_end_offset);
+        let mut snapshots = SnapshotFiles::scan(&self.dir).at(&self.dir)?;
+        let skip_replay = clean_shutdown && snapshots.latest_offset().is_none();
+        snapshots.delete_above(end);
+        snapshots.delete_below(start);
+        let state = if skip_replay {
+            ProducerStateManager::new(end)
+        } else {
+            snapshots
+                .load_latest(end)
+                .unwrap_or_else(|| ProducerStateManager::new(start))
+        };
+        self.producers = PartitionProducers { state, snapshots };
+        let replayed = self.replay_producer_batches()?;
+        tracing::debug!(tp = %self.tp, replayed, producers = self.producers.state.len(), "loaded producer state");
+        // Like Kafka: snapshot the rebuilt state if it reaches past the newest snapshot.
+        if self.producers.snapshots.latest_offset().unwrap_or(0) < end {
+            self.write_producer_snapshot(self.config.is_durable())?;
+        }
+        Ok(())
+    }
+
+    /// Applies every batch from the state's offset to the log end (no checks). Returns the
+    /// number of batches applied.
+    fn replay_producer_batches(&mut self) -> Result<usize> {
+        let from = self
+            .producers
+            .state
+            .map_end_offset()
+            .max(self.log_start_offset);
+        let end = self.log_end_offset;
+        let mut applied = 0;
+        if from < end {
+            let first = self
+                .segments
+                .range(..=from)
+                .next_back()
+                .map_or(i64::MIN, |(b, _)| *b);
+            for seg in self.segments.range(first..).map(|(_, s)| s) {
+                let position = if seg.base_offset() < from {
+                    seg.position_of(from)?
+                } else {
+                    0
+                };
+                let mut scan = seg.headers_from(position);
+                while let Some(h) = scan.next_header().at(seg.log_path())? {
+                    if h.last_offset < from || h.base_offset >= end {
+                        continue;
+                    }
+                    self.producers.state.update(
+                        &ProducerBatch::from_header(&h),
+                        h.base_offset,
+                        h.last_offset,
+                    );
+                    applied += 1;
+                }
+            }
+        }
+        self.producers.state.advance_map_end_offset(end);
+        Ok(applied)
+    }
+}
