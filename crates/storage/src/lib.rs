@@ -6,8 +6,10 @@
 //! `.index` (sparse offset -> position) and `.timeindex` (sparse max-timestamp -> offset), both
 //! memory-mapped and preallocated while the segment is active, trimmed when it rolls.
 //! Small checkpoint files (recovery point, log start offset, high watermark, leader epochs) are
-//! replaced atomically. This crate knows nothing of replicas, brokers or requests: callers pass
-//! the high watermark and `now` in.
+//! replaced atomically. Idempotent-producer state (last sequences per producer id) lives in
+//! memory and in `<offset>.snapshot` files written on roll and close (see [`producer_state`]).
+//! This crate knows nothing of replicas, brokers or requests: callers pass the high watermark
+//! and `now` in.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod checkpoint;
