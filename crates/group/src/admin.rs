@@ -156,13 +156,12 @@ impl GroupCoordinatorShard {
 
     /// Writes the group's tombstones and forgets it (its offsets must already be gone).
     pub(crate) fn delete_group_now(&mut self, group_id: &str) {
-        match self.groups.remove(group_id) {
-            Some(Group::Classic(_)) => self.core.record_group_tombstone(group_id),
-            Some(Group::Consumer(g)) => {
-                self.groups.insert(group_id.to_string(), Group::Consumer(g));
-                self.delete_consumer_group_records(group_id);
+        match self.groups.get(group_id) {
+            Some(Group::Classic(_)) => {
                 self.groups.remove(group_id);
+                self.core.record_group_tombstone(group_id);
             }
+            Some(Group::Consumer(_)) => self.delete_consumer_group_records(group_id),
             None => return,
         }
         self.core.timers.cancel(&TimerKey::Join {

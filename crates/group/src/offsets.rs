@@ -179,11 +179,7 @@ impl GroupCoordinatorShard {
                 }
                 Ok(())
             }
-            Group::Consumer(g) => g.validate_offset_commit(
-                &req.member_id,
-                req.group_instance_id.as_deref(),
-                generation,
-            ),
+            Group::Consumer(g) => g.validate_offset_commit(&req.member_id, generation, version),
         }
     }
 

@@ -10,7 +10,6 @@ use std::collections::{BTreeSet, HashMap};
 
 /// What a timer is about (at most one pending timer per key).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[allow(dead_code)] // KIP-848 timers land in a later step.
 pub(crate) enum TimerKey {
     /// A classic member's heartbeat / session expiry (also a pending member's join deadline).
     Heartbeat { group: String, member: String },
@@ -28,7 +27,6 @@ pub(crate) enum TimerKey {
 
 /// What to do when a timer fires.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // KIP-848 timers land in a later step.
 pub(crate) enum TimerTask {
     ExpireHeartbeat,
     CompleteJoin,

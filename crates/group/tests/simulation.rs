@@ -655,7 +655,7 @@ fn run(seed: u64, consumers: usize, steps: usize) -> Sim {
 fn seeded_consumer_group_simulation_keeps_its_invariants() {
     let seeds: Vec<u64> = match std::env::var("SKIFF_SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SKIFF_SIM_SEED is a u64")],
-        Err(_) => (1..=24).collect(),
+        Err(_) => (1..=16).collect(),
     };
     let (mut ok, mut fenced, mut generations, mut restarts) = (0, 0, 0, 0);
     for seed in seeds {

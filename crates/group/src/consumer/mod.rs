@@ -1,59 +1,222 @@
-//! KIP-848 consumer groups (ConsumerGroupHeartbeat). Placeholder until the protocol lands:
-//! no such group is ever created, so every hook below is inert.
+//! KIP-848 consumer groups (`group.protocol=consumer`): ConsumerGroupHeartbeat with the
+//! server-side `uniform` and `range` assignors, ConsumerGroupDescribe, and how these groups
+//! take part in offsets, admin APIs, timers and replay.
+//!
+//! `group` is the data model changed only by records, `assignor` the assignors, `heartbeat`
+//! the protocol (membership, leave, fencing), `reconcile` target assignment and convergence. Topic ids and partition counts come from [`TopicInfo`]s the caller keeps
+//! current with [`GroupCoordinatorShard::set_topics`]; a heartbeat notices changed topics and
+//! rebalances. Not supported: regex subscriptions (INVALID_REQUEST), classic members joining a
+//! non-empty consumer group and vice versa (no online migration), rack-aware assignment.
 
-use std::collections::BTreeSet;
+mod assignor;
+pub(crate) mod group;
+mod heartbeat;
+mod reconcile;
 
-use skiff_protocol::{LeaveGroupResponse, MemberIdentity};
+use skiff_protocol::{
+    ConsumerGroupDescribeResponseAssignment, ConsumerGroupDescribeResponseDescribedGroup,
+    ConsumerGroupDescribeResponseTopicPartitions, ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey, ConsumerGroupTargetAssignmentMetadataKey,
+    LeaveGroupResponse, Member, MemberIdentity, MemberResponse,
+};
 use skiff_types::ErrorCode;
 
-use crate::records::CoordinatorRecord;
-use crate::shard::{GroupCoordinatorShard, GroupSummary};
+pub(crate) use group::ConsumerGroup;
+pub use group::TopicInfo;
 
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ConsumerGroup {
-    subscribed: BTreeSet<String>,
-}
+use crate::consumer::group::{Assignment, MemberState};
+use crate::records::CoordinatorRecord;
+use crate::shard::{Group, GroupCoordinatorShard};
+use crate::timer::{TimerKey, TimerTask};
+
+/// OffsetCommit v9+ is required of KIP-848 members.
+const COMMIT_MEMBER_EPOCH_MIN_VERSION: i16 = 9;
 
 impl ConsumerGroup {
-    pub fn is_empty(&self) -> bool {
-        true
-    }
-    pub fn state_name(&self) -> &'static str {
-        "Empty"
-    }
-    pub fn summary(&self) -> GroupSummary {
-        GroupSummary {
-            group_type: "consumer",
-            state: self.state_name(),
-            generation: 0,
-            protocol_type: "consumer".into(),
-            protocol_name: None,
-            leader: None,
-            members: Vec::new(),
-        }
-    }
-    pub fn is_subscribed_to(&self, topic: &str) -> bool {
-        self.subscribed.contains(topic)
-    }
-    pub fn validate_offset_commit(
+    /// Kafka's `ConsumerGroup.validateOffsetCommit`: a simple commit (epoch < 0) only to an
+    /// empty group; otherwise a member, at its current epoch, on OffsetCommit v9+.
+    pub(crate) fn validate_offset_commit(
         &self,
-        _m: &str,
-        _i: Option<&str>,
-        _e: i32,
+        member_id: &str,
+        epoch: i32,
+        version: i16,
     ) -> Result<(), ErrorCode> {
-        Err(ErrorCode::UnknownMemberId)
+        if epoch < 0 && self.members.is_empty() {
+            return Ok(());
+        }
+        let Some(m) = self.members.get(member_id) else {
+            return Err(ErrorCode::UnknownMemberId);
+        };
+        if version < COMMIT_MEMBER_EPOCH_MIN_VERSION {
+            return Err(ErrorCode::UnsupportedVersion);
+        }
+        if epoch != m.member_epoch {
+            return Err(ErrorCode::StaleMemberEpoch);
+        }
+        Ok(())
     }
-    pub fn validate_offset_fetch(&self, _m: &str, _e: i32) -> Result<(), ErrorCode> {
+
+    /// Kafka's `ConsumerGroup.validateOffsetFetch` (OffsetFetch v9 with a member id).
+    pub(crate) fn validate_offset_fetch(
+        &self,
+        member_id: &str,
+        epoch: i32,
+    ) -> Result<(), ErrorCode> {
+        let Some(m) = self.members.get(member_id) else {
+            return Err(ErrorCode::UnknownMemberId);
+        };
+        if epoch != m.member_epoch {
+            return Err(ErrorCode::StaleMemberEpoch);
+        }
         Ok(())
     }
 }
 
 impl GroupCoordinatorShard {
-    pub(crate) fn replay_consumer(&mut self, _record: CoordinatorRecord) {}
-    pub(crate) fn on_loaded_consumer(&mut self) {}
-    pub(crate) fn delete_consumer_group_records(&mut self, _group_id: &str) {}
-    pub(crate) fn expire_consumer_session(&mut self, _group: &str, _member: &str) {}
-    pub(crate) fn expire_consumer_rebalance(&mut self, _group: &str, _member: &str, _epoch: i32) {}
+    /// Replaces the topic metadata KIP-848 assignments are computed from (all topics of the
+    /// cluster, or at least every topic a group subscribes to). Groups notice changes on their
+    /// next heartbeat.
+    pub fn set_topics(&mut self, topics: impl IntoIterator<Item = TopicInfo>) {
+        self.topics = topics.into_iter().map(|t| (t.name.clone(), t)).collect();
+    }
+
+    /// ConsumerGroupDescribe's answer for one group (GROUP_ID_NOT_FOUND for unknown groups and
+    /// classic groups).
+    pub fn describe_consumer_group(
+        &self,
+        group_id: &str,
+    ) -> ConsumerGroupDescribeResponseDescribedGroup {
+        let mut out = ConsumerGroupDescribeResponseDescribedGroup {
+            group_id: group_id.to_string(),
+            ..Default::default()
+        };
+        let g = match self.groups.get(group_id) {
+            Some(Group::Consumer(g)) => g,
+            Some(Group::Classic(_)) => {
+                out.error_code = ErrorCode::GroupIdNotFound.code();
+                out.error_message = Some(format!("Group {group_id} is not a consumer group."));
+                return out;
+            }
+            None => {
+                out.error_code = ErrorCode::GroupIdNotFound.code();
+                out.error_message = Some(format!("Group {group_id} not found."));
+                return out;
+            }
+        };
+        let describe = |a: &Assignment| ConsumerGroupDescribeResponseAssignment {
+            topic_partitions: a
+                .iter()
+                .map(|(id, ps)| ConsumerGroupDescribeResponseTopicPartitions {
+                    topic_id: *id,
+                    topic_name: self
+                        .topics
+                        .values()
+                        .find(|t| t.topic_id == *id)
+                        .map(|t| t.name.clone())
+                        .unwrap_or_default(),
+                    partitions: ps.iter().copied().collect(),
+                })
+                .collect(),
+        };
+        out.group_state = g.state_name().to_string();
+        out.group_epoch = g.group_epoch;
+        out.assignment_epoch = g.assignment_epoch;
+        out.assignor_name = self.preferred_assignor(g);
+        out.members = g
+            .members
+            .values()
+            .map(|m| Member {
+                member_id: m.member_id.clone(),
+                instance_id: m.instance_id.clone(),
+                rack_id: m.rack_id.clone(),
+                member_epoch: m.member_epoch,
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                subscribed_topic_names: m.subscribed_topic_names.iter().cloned().collect(),
+                subscribed_topic_regex: None,
+                assignment: describe(&m.assigned),
+                target_assignment: describe(
+                    &g.target.get(&m.member_id).cloned().unwrap_or_default(),
+                ),
+            })
+            .collect();
+        out
+    }
+
+    pub(crate) fn replay_consumer(&mut self, record: CoordinatorRecord) {
+        if matches!(self.groups.get(record.group_id()), Some(Group::Classic(_))) {
+            // The log converted this group: the classic group's tombstone came first.
+            self.groups.remove(record.group_id());
+        }
+        self.apply_consumer(&record);
+    }
+
+    /// Restarts loaded members' sessions (and revocation deadlines).
+    pub(crate) fn on_loaded_consumer(&mut self) {
+        let mut timers = Vec::new();
+        for (gid, group) in &self.groups {
+            let Group::Consumer(g) = group else { continue };
+            for m in g.members.values() {
+                timers.push((
+                    gid.clone(),
+                    m.member_id.clone(),
+                    m.state,
+                    m.member_epoch,
+                    m.rebalance_timeout_ms,
+                ));
+            }
+        }
+        let session = i64::from(self.core.config.consumer_session_timeout_ms);
+        for (group, member, state, epoch, rebalance_ms) in timers {
+            self.core.schedule(
+                TimerKey::ConsumerSession {
+                    group: group.clone(),
+                    member: member.clone(),
+                },
+                session,
+                TimerTask::ExpireConsumerSession,
+            );
+            if state == MemberState::UnrevokedPartitions {
+                self.core.schedule(
+                    TimerKey::ConsumerRebalance { group, member },
+                    i64::from(rebalance_ms.max(1)),
+                    TimerTask::ExpireConsumerRebalance {
+                        member_epoch: epoch,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Writes every tombstone of a consumer group (which removes it).
+    pub(crate) fn delete_consumer_group_records(&mut self, group_id: &str) {
+        let members: Vec<String> = match self.groups.get(group_id) {
+            Some(Group::Consumer(g)) => g.members.keys().cloned().collect(),
+            _ => return,
+        };
+        for m in members {
+            self.remove_member_records(group_id, &m);
+        }
+        let id = group_id.to_string();
+        self.write_consumer(CoordinatorRecord::ConsumerGroupTargetAssignmentMetadata(
+            ConsumerGroupTargetAssignmentMetadataKey {
+                group_id: id.clone(),
+            },
+            None,
+        ));
+        self.write_consumer(CoordinatorRecord::ConsumerGroupPartitionMetadata(
+            ConsumerGroupPartitionMetadataKey {
+                group_id: id.clone(),
+            },
+            None,
+        ));
+        self.write_consumer(CoordinatorRecord::ConsumerGroupMetadata(
+            ConsumerGroupMetadataKey { group_id: id },
+            None,
+        ));
+    }
+
+    /// A classic LeaveGroup naming a KIP-848 group: its members are not classic members.
     pub(crate) fn leave_consumer_group(
         &mut self,
         _group: &str,
@@ -61,7 +224,7 @@ impl GroupCoordinatorShard {
     ) -> LeaveGroupResponse {
         let members = ids
             .iter()
-            .map(|m| skiff_protocol::MemberResponse {
+            .map(|m| MemberResponse {
                 member_id: m.member_id.clone(),
                 group_instance_id: m.group_instance_id.clone(),
                 error_code: ErrorCode::UnknownMemberId.code(),

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod kip848;
+
 use std::collections::BTreeMap;
 
 use bytes::{BufMut, Bytes, BytesMut};
