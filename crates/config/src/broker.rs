@@ -502,6 +502,7 @@ impl BrokerConfig {
                 .parsed("log.flush.start.offset.checkpoint.interval.ms", 60_000),
             high_watermark_checkpoint_interval_ms: self
                 .parsed("replica.high.watermark.checkpoint.interval.ms", 5_000),
+            producer_id_expiration_ms: self.producer_id_expiration_ms(),
             ..d
         }
     }
