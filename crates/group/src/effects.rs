@@ -145,3 +145,52 @@ impl Effects {
             .map(|(_, r)| r)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skiff_protocol::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+
+    #[test]
+    fn with_error_sets_every_error_code() {
+        let r = Response::OffsetCommit(OffsetCommitResponse {
+            topics: vec![OffsetCommitResponseTopic {
+                name: "t".into(),
+                partitions: vec![
+                    OffsetCommitResponsePartition {
+                        partition_index: 0,
+                        error_code: 0
+                    };
+                    2
+                ],
+            }],
+            ..Default::default()
+        });
+        match r.with_error(ErrorCode::NotCoordinator) {
+            Response::OffsetCommit(r) => {
+                assert!(r.topics[0].partitions.iter().all(|p| p.error_code == 16));
+            }
+            other => panic!("{other:?}"),
+        }
+        let j = Response::JoinGroup(JoinGroupResponse {
+            generation_id: 4,
+            member_id: "m".into(),
+            protocol_name: Some("range".into()),
+            ..Default::default()
+        });
+        match j.with_error(ErrorCode::NotCoordinator) {
+            Response::JoinGroup(r) => {
+                assert_eq!(
+                    (r.error_code, r.generation_id, r.member_id.as_str()),
+                    (16, -1, "m")
+                );
+                assert_eq!(
+                    r.protocol_name.as_deref(),
+                    Some(""),
+                    "still encodable before v7"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -476,3 +476,60 @@ fn responses_fit_old_versions() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_pending_member_that_never_rejoins_expires_after_its_session() {
+    let mut h = Harness::new(config(DELAY));
+    let (ids, leader, generation) = h.stable_group(2, &["t"]);
+    // A new client is handed a member id but never comes back with it.
+    let t = h.join(5, "", None, &["t"]);
+    assert_eq!(h.join_response(t).unwrap().error_code, 79);
+    // The leader rejoins: the join phase waits for everyone, the pending member included...
+    let follower = ids.iter().find(|i| **i != leader).unwrap().clone();
+    let tl = h.join(5, &leader, None, &["t"]);
+    let tf = h.join(5, &follower, None, &["t"]);
+    h.advance(i64::from(SESSION_MS) - 1);
+    assert!(h.join_response(tl).is_none());
+    // ...until its session timeout (not the 30 s rebalance timeout) drops it.
+    h.advance(1);
+    let r = h.join_response(tl).unwrap();
+    assert_eq!(
+        (r.error_code, r.generation_id, r.members.len()),
+        (0, generation + 1, 2)
+    );
+    assert_eq!(h.join_response(tf).unwrap().error_code, 0);
+}
+
+#[test]
+fn cooperative_clients_just_rejoin() {
+    // Cooperative-sticky members rejoin right after a sync with their owned partitions in the
+    // subscription; the coordinator treats it as any metadata change.
+    let mut h = Harness::new(config(DELAY));
+    let coop = |topics: &[&str]| protocols(&[("cooperative-sticky", subscription(topics))]);
+    let t = h.join_with(5, &join_req("", None, coop(&["t"])));
+    let id = h.join_response(t).unwrap().member_id;
+    let t = h.join_with(5, &join_req(&id, None, coop(&["t"])));
+    h.advance(i64::from(DELAY));
+    let r = h.join_response(t).unwrap();
+    assert_eq!(r.protocol_name.as_deref(), Some("cooperative-sticky"));
+    // SyncGroup v5 names the protocol: "range" would be inconsistent.
+    let ts = h.sync(r.generation_id, &id, None, &[]);
+    assert_eq!(h.sync_response(ts).unwrap().error_code, 23);
+    let ctx = h.ctx(3);
+    let req = skiff_protocol::SyncGroupRequest {
+        group_id: GROUP.into(),
+        generation_id: r.generation_id,
+        member_id: id.clone(),
+        assignments: vec![skiff_protocol::SyncGroupRequestAssignment {
+            member_id: id.clone(),
+            assignment: assignment(&[("t", &[0, 1])]),
+        }],
+        ..Default::default()
+    };
+    let e = h.shard.handle_sync(&ctx, &req, h.now);
+    h.absorb(e);
+    assert_eq!(h.sync_response(ctx.token).unwrap().error_code, 0);
+    let t = h.join_with(5, &join_req(&id, None, coop(&["t", "u"])));
+    let r2 = h.join_response(t).expect("sole member: completes at once");
+    assert_eq!(r2.generation_id, r.generation_id + 1);
+}
