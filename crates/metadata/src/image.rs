@@ -11,6 +11,8 @@ pub type TopicId = [u8; 16];
 
 /// Kafka's ConfigResource type for topics.
 pub(crate) const RESOURCE_TOPIC: i8 = 2;
+/// Kafka's ConfigResource type for brokers (name "" = the cluster-wide default).
+pub(crate) const RESOURCE_BROKER: i8 = 4;
 
 /// One topic as the image knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +31,9 @@ pub struct MetadataImage {
     names_by_id: HashMap<TopicId, String>,
     /// The first producer id of the next block to allocate.
     pub next_producer_id_block: i64,
+    /// Dynamic broker configs by resource name: "" is the cluster-wide default, a node id
+    /// (decimal) one broker's own layer. Only keys set explicitly.
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl MetadataImage {
@@ -64,6 +69,24 @@ impl MetadataImage {
     }
 
     pub(crate) fn apply_config(&mut self, r: &ConfigRecord) {
+        if r.resource_type == RESOURCE_BROKER {
+            let layer = self
+                .broker_configs
+                .entry(r.resource_name.clone())
+                .or_default();
+            match &r.value {
+                Some(v) => {
+                    layer.insert(r.name.clone(), v.clone());
+                }
+                None => {
+                    layer.remove(&r.name);
+                }
+            }
+            if layer.is_empty() {
+                self.broker_configs.remove(&r.resource_name);
+            }
+            return;
+        }
         if r.resource_type != RESOURCE_TOPIC {
             return;
         }

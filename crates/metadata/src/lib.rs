@@ -1,4 +1,5 @@
-//! Skiff L3: cluster metadata (topics, partitions, topic configs, producer-id blocks).
+//! Skiff L3: cluster metadata (topics, partitions, topic configs, dynamic broker configs,
+//! producer-id blocks).
 //!
 //! Mental model: the metadata is a log of Kafka's own metadata records (`TopicRecord`,
 //! `PartitionRecord`, `ConfigRecord`, `RemoveTopicRecord`, `ProducerIdsRecord`, framed as in

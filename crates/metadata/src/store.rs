@@ -16,7 +16,7 @@ use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 use uuid::Uuid;
 
 use crate::frame::Record;
-use crate::image::{MetadataImage, RESOURCE_TOPIC, TopicInfo};
+use crate::image::{MetadataImage, RESOURCE_BROKER, RESOURCE_TOPIC, TopicInfo};
 use crate::{MetadataError, validate_topic_name};
 
 /// Producer ids are handed out from blocks of this size recorded in the log.
@@ -194,6 +194,27 @@ impl MetadataStore {
         Ok(t)
     }
 
+    /// Replaces one dynamic broker config layer (`resource_name` "" = the cluster-wide
+    /// default, else a node id) with `configs`: keys not in `configs` are removed.
+    pub fn set_broker_configs(
+        &self,
+        resource_name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), MetadataError> {
+        let mut w = self.writer.lock();
+        let current = self
+            .image()
+            .broker_configs
+            .get(resource_name)
+            .cloned()
+            .unwrap_or_default();
+        let records = config_diff(RESOURCE_BROKER, resource_name, &current, &configs);
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.commit(&mut w, records)
+    }
+
     /// Replaces a topic's config overrides with `configs`.
     pub fn set_topic_configs(
         &self,
@@ -274,6 +295,34 @@ impl MetadataStore {
     pub fn close(&self) -> Result<(), MetadataError> {
         self.writer.lock().log.close(now_ms()).map_err(storage_err)
     }
+}
+
+/// Config records turning `current` into `next` for one resource: deletions, then changes.
+fn config_diff(
+    resource_type: i8,
+    resource_name: &str,
+    current: &BTreeMap<String, String>,
+    next: &BTreeMap<String, String>,
+) -> Vec<Record> {
+    let removed = current
+        .keys()
+        .filter(|k| !next.contains_key(*k))
+        .map(|k| (k, None));
+    let changed = next
+        .iter()
+        .filter(|(k, v)| current.get(*k) != Some(*v))
+        .map(|(k, v)| (k, Some(v.clone())));
+    removed
+        .chain(changed)
+        .map(|(k, value)| {
+            Record::Config(ConfigRecord {
+                resource_type,
+                resource_name: resource_name.to_string(),
+                name: k.clone(),
+                value,
+            })
+        })
+        .collect()
 }
 
 fn partition_record(topic_id: Uuid, partition: i32, node_id: i32) -> PartitionRecord {

@@ -53,6 +53,40 @@ fn topics_configs_partitions_survive_reopen() {
 }
 
 #[test]
+fn broker_config_layers_survive_reopen() {
+    let (_t, p) = dir();
+    let map = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    {
+        let s = MetadataStore::open(&p, 1).unwrap();
+        s.set_broker_configs("", map(&[("log.retention.ms", "5"), ("a", "1")]))
+            .unwrap();
+        s.set_broker_configs("1", map(&[("max.connections", "9")]))
+            .unwrap();
+        // Replacing a layer removes the keys it no longer has.
+        s.set_broker_configs("", map(&[("log.retention.ms", "6")]))
+            .unwrap();
+        s.set_broker_configs("1", BTreeMap::new()).unwrap();
+        // Topic configs with the same resource name are a different resource.
+        s.create_topic("t", 1, map(&[("retention.ms", "7")]))
+            .unwrap();
+    }
+    let s = MetadataStore::open(&p, 1).unwrap();
+    let img = s.image();
+    assert_eq!(
+        img.broker_configs,
+        BTreeMap::from([("".to_string(), map(&[("log.retention.ms", "6")]))])
+    );
+    assert_eq!(
+        img.topic("t").unwrap().configs,
+        map(&[("retention.ms", "7")])
+    );
+}
+
+#[test]
 fn producer_ids_never_reused_across_restarts() {
     let (_t, p) = dir();
     let first: Vec<i64> = {
