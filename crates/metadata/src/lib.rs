@@ -11,6 +11,7 @@
 //!
 //! Threads: [`MetadataStore`] is `Sync`; writers serialise on one mutex; readers take a cheap
 //! `Arc` snapshot of the image and never block writers for long.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod frame;
 mod image;
