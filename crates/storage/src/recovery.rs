@@ -5,8 +5,10 @@
 //! segment, rebuilding any whose index is missing or fails its sanity check, (3) after an unclean
 //! shutdown re-validates every batch from the segment holding the recovery point onwards: the
 //! first batch with a bad header, a bad CRC, a torn length or a non-increasing offset ends the log
-//! there (the file is cut at that byte and all later segments are deleted), (4) derives the log
-//! end offset and clamps the start offset, recovery point and high watermark.
+//! there (the file is cut at that byte and all later segments are deleted); after a clean
+//! shutdown only a last segment whose tail is structurally torn is re-validated, (4) rebuilds a
+//! lost leader-epoch checkpoint from the batch headers, (5) derives the log end offset and clamps
+//! the start offset, recovery point and high watermark.
 //!
 //! Invariant: after `Log::open` returns, no byte past a batch that failed validation is reachable,
 //! and every index entry points at a validated batch boundary.
@@ -85,6 +87,9 @@ impl Log {
             producers: PartitionProducers::default(),
         };
 
+        // A missing, garbled or empty leader-epoch checkpoint is rebuilt from the batches below.
+        let epochs_lost = log.epochs.is_empty();
+
         let mut needs_rebuild = Vec::new();
         for &base in &bases {
             let had_index = segment_file(dir, base, INDEX_SUFFIX).exists()
@@ -118,6 +123,20 @@ impl Log {
             }
         }
         to_recover.sort_unstable();
+        // A clean shutdown is trusted (no CRC pass), but a structurally torn last segment (a
+        // partial batch, only possible if the files were damaged after the shutdown) would hide
+        // batches from the log end scan and put the next append behind garbage: recover it.
+        if let Some((&base, last)) = log.segments.iter().next_back()
+            && !to_recover.contains(&base)
+        {
+            let start = u64::from(last.offset_index().last_entry().1).min(last.size());
+            let mut scan = last.headers_from(start);
+            while scan.next_header().at(last.log_path())?.is_some() {}
+            if scan.stop_reason().is_some() {
+                tracing::warn!(tp = %log.tp, base, "torn last segment despite a clean shutdown; recovering it");
+                to_recover.push(base);
+            }
+        }
         for base in to_recover {
             let Some(seg) = log.segments.get_mut(&base) else {
                 continue;
@@ -139,11 +158,32 @@ impl Log {
             }
         }
         report.rebuilt_indexes = report.recovered_segments;
+        if epochs_lost {
+            log.rebuild_epochs_from_headers()?;
+        }
 
         log.finish_load(opts)?;
         // Producer state follows the recovered log: snapshot + replay up to its end.
         log.load_producer_state(opts.clean_shutdown)?;
         Ok((log, report))
+    }
+
+    /// Re-derives the leader-epoch cache from every batch header (the checkpoint was lost).
+    fn rebuild_epochs_from_headers(&mut self) -> Result<()> {
+        self.epochs.clear();
+        for seg in self.segments.values() {
+            let mut scan = seg.headers_from(0);
+            while let Some(h) = scan.next_header().at(seg.log_path())? {
+                let epoch = h.partition_leader_epoch;
+                if epoch >= 0 && self.epochs.latest_epoch().is_none_or(|e| epoch > e) {
+                    self.epochs.assign(epoch, h.base_offset);
+                }
+            }
+        }
+        if !self.epochs.is_empty() {
+            tracing::info!(tp = %self.tp, entries = self.epochs.entries().len(), "rebuilt the leader-epoch cache from the log");
+        }
+        Ok(())
     }
 
     /// Derives offsets after the segments are known good.
