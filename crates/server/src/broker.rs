@@ -76,6 +76,9 @@ impl Broker {
             .ok_or_else(|| ServerError::Settings("log.dirs is empty".into()))?;
         std::fs::create_dir_all(&metadata_dir)?;
         let metadata = MetadataStore::open(&metadata_dir, settings.node_id)?;
+        if let Some(live) = topic_configs.live() {
+            live.load_persisted(&metadata.image(), settings.node_id);
+        }
         if !settings
             .log_manager
             .reserved_dirs

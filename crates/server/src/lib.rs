@@ -23,6 +23,7 @@ pub mod error;
 pub mod fetch_session;
 pub mod handlers;
 pub mod listener;
+pub mod live_config;
 pub mod sendfile;
 pub mod server;
 pub mod settings;
@@ -30,6 +31,7 @@ pub mod waiters;
 
 pub use broker::Broker;
 pub use error::ServerError;
+pub use live_config::LiveConfig;
 pub use server::{BoundListener, Server};
 pub use settings::{
     ListenerSettings, ServerSettings, StorageTopicConfigs, TopicConfigEntry, TopicConfigs,

@@ -149,6 +149,12 @@ pub trait TopicConfigs: Send + Sync + Debug {
 
     /// Every topic config with its effective value and source.
     fn describe(&self, overrides: &BTreeMap<String, String>) -> Vec<TopicConfigEntry>;
+
+    /// The full, runtime-changeable broker configuration behind these topic configs, if any
+    /// (DescribeConfigs / AlterConfigs of broker resources need it).
+    fn live(&self) -> Option<&crate::live_config::LiveConfig> {
+        None
+    }
 }
 
 /// [`TopicConfigs`] over storage's `LogConfig::set`: the storage keys only, Kafka defaults
