@@ -22,6 +22,7 @@ use skiff_storage::{LogConfig, LogManager, SharedLog, TopicCompression};
 use skiff_types::{ErrorCode, TopicPartition};
 use tokio::sync::watch;
 
+use crate::coordinator::GroupCoordinator;
 use crate::error::ServerError;
 use crate::fetch_session::FetchSessionCache;
 use crate::settings::{METADATA_DIR_NAME, ServerSettings, TopicConfigs};
@@ -55,6 +56,8 @@ pub struct Broker {
     pub metadata: MetadataStore,
     pub waiters: AppendWaiters,
     pub fetch_sessions: Mutex<FetchSessionCache>,
+    /// The group coordinator (consumer groups, committed offsets).
+    pub groups: GroupCoordinator,
     cluster_id: String,
     shutdown: watch::Receiver<bool>,
 }
@@ -100,10 +103,26 @@ impl Broker {
                 tracing::warn!(%tp, recovered = r.recovered_segments, truncated_bytes = r.truncated_bytes, "partition recovered");
             }
         }
+        let image = metadata.image();
+        for (tp, _) in logs.all() {
+            if image
+                .topic(&tp.topic)
+                .is_none_or(|t| tp.partition >= t.partitions)
+            {
+                tracing::warn!(%tp, "stray partition: its topic is not in the metadata; it is not served");
+            }
+        }
         let cluster_id = metadata.cluster_id();
         tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
+        settings
+            .groups
+            .config
+            .validate()
+            .map_err(|e| ServerError::Settings(e.to_string()))?;
+        let groups = GroupCoordinator::new(settings.groups.clone(), &metadata.image());
         Ok(Arc::new(Broker {
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
+            groups,
             settings,
             topic_configs,
             logs,
@@ -157,6 +176,10 @@ impl Broker {
         let tp = TopicPartition::new(topic.name.clone(), partition);
         if let Some(log) = self.logs.get(&tp) {
             return Ok(log);
+        }
+        // The caller's image may predate a deletion: never resurrect a deleted topic's log.
+        if self.image().topic(&topic.name).map(|t| t.id) != Some(topic.id) {
+            return Err(ErrorCode::UnknownTopicOrPartition);
         }
         self.logs
             .get_or_create(&tp, self.log_config(topic), now_ms())

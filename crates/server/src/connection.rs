@@ -217,6 +217,7 @@ pub async fn serve(
             Ok((header, body)) => {
                 let key = body.api_key();
                 let version = header.request_api_version;
+                tracing::trace!(%peer, api = key.name(), version, correlation_id = header.correlation_id, "request");
                 if !handlers::is_served(key, version) {
                     tracing::info!(%peer, api = key.name(), version, "closing connection: API version not served");
                     break;
