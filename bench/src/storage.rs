@@ -486,10 +486,18 @@ fn row_append(
     );
     let total: u64 = runs.first().map_or(0, |(r, _)| r.batch_bytes);
     let uncompressed = pool.compression == Compression::None;
+    let control_mb = Summary::of(&runs.iter().map(|(_, c)| *c).collect::<Vec<_>>());
+    // The target is on the produce path (validate+append); for lz4 the disk sees fewer bytes
+    // than the producer sent, so the comparable figure is the record payload.
     let target = match dd {
-        Some(dd) if uncompressed && validate => format!(
+        Some(dd) if validate && uncompressed => format!(
             ">= 80% of dd: {}",
             verdict(batch.median / dd >= APPEND_TARGET)
+        ),
+        Some(dd) if validate => format!(
+            "payload >= 80% of dd: {} ({})",
+            verdict(payload.median / dd >= APPEND_TARGET),
+            pct(payload.median, dd)
         ),
         _ => "-".to_string(),
     };
@@ -510,9 +518,10 @@ fn row_append(
             runs.len()
         ),
         format!(
-            "{} MB/s batch bytes; payload {} MB/s",
+            "{} MB/s batch bytes; payload {} MB/s; paired write(2) {} MB/s",
             batch.fmt(0),
-            payload.fmt(0)
+            payload.fmt(0),
+            control_mb.fmt(0)
         ),
         format!(
             "{} of dd; {}% of paired write(2)",
