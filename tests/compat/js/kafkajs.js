@@ -52,7 +52,7 @@ const client = p =>
     brokers: [p.bootstrap],
     logLevel: logLevel.WARN,
     logCreator: stderrLog,
-    retry: { retries: 5, initialRetryTime: 100 },
+    retry: { retries: p.retries == null ? 5 : p.retries, initialRetryTime: 100 },
   })
 
 const clusterOf = kafka => {
@@ -188,7 +188,9 @@ const adminDelete = p =>
       await admin.deleteTopics({ topics: p.topics, timeout: 10000 })
       return { deleted: true }
     } catch (e) {
-      return { error: e.type || e.name, message: e.message }
+      const inner = e.cause || e.originalError
+      const cause = inner ? inner.type || inner.name : null
+      return { error: e.type || e.name, cause, message: e.message }
     }
   })
 

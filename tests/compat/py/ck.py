@@ -153,6 +153,35 @@ def offsets_for_times(p):
     return {"results": results}
 
 
+def list_offsets(p):
+    """AdminClient.list_offsets (confluent-kafka >= 2.3 only): p.specs: [[partition, spec]] with
+    spec "earliest", "latest", "max_timestamp" or a timestamp -> [{partition, offset,
+    timestamp, error}]."""
+    from confluent_kafka.admin import OffsetSpec
+
+    a = AdminClient(base_conf(p))
+    results = []
+    for part, spec in p["specs"]:
+        if spec == "earliest":
+            s = OffsetSpec.earliest()
+        elif spec == "latest":
+            s = OffsetSpec.latest()
+        elif spec == "max_timestamp":
+            s = OffsetSpec.max_timestamp()
+        else:
+            s = OffsetSpec.for_timestamp(spec)
+        tp = ck.TopicPartition(p["topic"], part)
+        futures = a.list_offsets({tp: s}, request_timeout=10)
+        try:
+            [r] = [f.result() for f in futures.values()]
+            results.append(
+                {"partition": part, "offset": r.offset, "timestamp": r.timestamp, "error": None}
+            )
+        except ck.KafkaException as e:
+            results.append({"partition": part, "error": e.args[0].name()})
+    return {"results": results}
+
+
 def admin_create(p):
     """p.topics: [{name, partitions, config}] -> {name: error name or null}."""
     a = AdminClient(base_conf(p))
@@ -250,6 +279,7 @@ main(
         "consume": consume,
         "watermarks": watermarks,
         "offsets_for_times": offsets_for_times,
+        "list_offsets": list_offsets,
         "admin_create": admin_create,
         "admin_delete": admin_delete,
         "list_topics": list_topics,

@@ -49,7 +49,9 @@ def produce(p):
                 }
             )
         except KafkaError as e:
-            reports.append({"error": error_name(e)})
+            reports.append(
+                {"error": error_name(e), "errno": getattr(e, "errno", None), "message": str(e)}
+            )
     prod.close(timeout=10)
     return {"reports": reports}
 

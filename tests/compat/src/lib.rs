@@ -8,7 +8,8 @@
 //! ([`run`]); the Python and node scripts under `tests/compat/py` and `tests/compat/js` take
 //! one command and one JSON argument and print ONE JSON line of results ([`python`],
 //! [`node`]). [`segments`] reads the broker's `.log` files directly, to check what was stored
-//! (codec bits, producer ids) independently of any client.
+//! (codec bits, producer ids) independently of any client; [`wire`] asks the broker which APIs
+//! it advertises.
 //!
 //! Ownership and threads: a [`Broker`] owns its child process and temp dir and kills the
 //! process on drop; output readers are background threads that end with the pipes. Nothing here
@@ -20,8 +21,10 @@ pub mod broker;
 pub mod clients;
 pub mod process;
 pub mod segments;
+pub mod wire;
 
 pub use broker::Broker;
 pub use clients::{Python, finish_json, kcat, node, python, python_background, repo_root};
 pub use process::{Background, Output, run};
 pub use segments::{BatchInfo, read_batches};
+pub use wire::api_versions;

@@ -365,3 +365,24 @@ pub fn rd_partition_count(bootstrap: &str, topic: &str) -> Option<usize> {
         .find(|t| t.name() == topic)
         .map(|t| t.partitions().len())
 }
+
+/// Creates `name` with `partitions` and topic `config` through PyPI confluent-kafka's
+/// AdminClient (CreateTopics) and asserts it succeeded.
+pub fn create_topic(
+    b: &skiff_compat::Broker,
+    name: &str,
+    partitions: i32,
+    config: &[(&str, &str)],
+) {
+    let config: serde_json::Map<String, Value> = config
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), json!(v)))
+        .collect();
+    let r = skiff_compat::python(
+        skiff_compat::Python::PyPi,
+        "ck.py",
+        "admin_create",
+        &json!({"bootstrap": b.bootstrap(), "topics": [{"name": name, "partitions": partitions, "config": config}]}),
+    );
+    assert_eq!(r["results"][name], Value::Null, "creating {name}: {r}");
+}

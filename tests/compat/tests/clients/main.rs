@@ -4,9 +4,26 @@
 //! own broker ([`skiff_compat::Broker`]) and finishes well under 60 s; nextest runs them one at a
 //! time (group `e2e`). Consumers use assign() with explicit offsets and no auto-commit (consumer
 //! groups come with a later issue). Modules by subject:
-//! - `roundtrip`: one produce + consume test per client (keys, headers, nulls).
+//! - `roundtrip`: one produce + consume test per client (keys, headers, nulls);
+//! - `codecs`: gzip/snappy/lz4/zstd per producing client, checked on disk;
+//! - `timestamps`: CreateTime vs LogAppendTime, out-of-range timestamps rejecting a batch;
+//! - `offsets`: offsetsForTimes, ListOffsets, seek to end-m;
+//! - `limits`: max.message.bytes boundaries;
+//! - `topics`: auto-create, admin create/delete;
+//! - `idempotent`: kafka-python's default idempotent producer;
+//! - `restart`: SIGTERM/SIGKILL restarts in the middle of production.
+//!
+//! `common` holds the record model and the in-process rdkafka producer/reader, `kcat` the kcat
+//! command lines.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod codecs;
 mod common;
+mod idempotent;
 mod kcat;
+mod limits;
+mod offsets;
+mod restart;
 mod roundtrip;
+mod timestamps;
+mod topics;
