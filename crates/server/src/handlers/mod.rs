@@ -18,13 +18,22 @@ use skiff_protocol::{ApiKey, RequestBody, ResponseBody};
 
 use crate::broker::Broker;
 
+pub mod alter_configs;
 pub mod api_versions;
+mod config_changes;
+pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod describe_log_dirs;
 pub mod fetch;
+pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 
 /// A response that will be ready later.
@@ -82,7 +91,15 @@ pub const APIS: &[ApiKey] = &[
     ApiKey::ApiVersions,
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
+    ApiKey::DeleteRecords,
     ApiKey::InitProducerId,
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::DescribeLogDirs,
+    ApiKey::CreatePartitions,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeCluster,
 ];
 
 /// Produce versions below this are advertised (librdkafka needs min 0 to enable compression,
@@ -116,6 +133,14 @@ pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
         RequestBody::CreateTopics(r) => create_topics::handle(ctx, r),
         RequestBody::DeleteTopics(r) => delete_topics::handle(ctx, r),
         RequestBody::InitProducerId(r) => init_producer_id::handle(ctx, r),
+        RequestBody::DeleteRecords(r) => delete_records::handle(ctx, r),
+        RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(ctx, r),
+        RequestBody::DescribeConfigs(r) => describe_configs::handle(ctx, r),
+        RequestBody::AlterConfigs(r) => alter_configs::handle(ctx, r),
+        RequestBody::DescribeLogDirs(r) => describe_log_dirs::handle(ctx, r),
+        RequestBody::CreatePartitions(r) => create_partitions::handle(ctx, r),
+        RequestBody::IncrementalAlterConfigs(r) => incremental_alter_configs::handle(ctx, r),
+        RequestBody::DescribeCluster(r) => describe_cluster::handle(ctx, r),
         other => Reply::Close(format!("{} is not served", other.api_key().name())),
     }
 }
@@ -152,7 +177,15 @@ mod tests {
                 (18, Some((0, 4))),
                 (19, Some((2, 7))),
                 (20, Some((1, 6))),
+                (21, Some((0, 2))),
                 (22, Some((0, 5))),
+                (23, Some((2, 4))),
+                (32, Some((1, 4))),
+                (33, Some((0, 2))),
+                (35, Some((1, 4))),
+                (37, Some((0, 3))),
+                (44, Some((0, 1))),
+                (60, Some((0, 1))),
             ]
         );
         assert!(!is_served(ApiKey::Produce, 2));

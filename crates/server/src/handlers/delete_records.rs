@@ -1,0 +1,80 @@
+//! DeleteRecords (21), v0-2: move partitions' log start offsets forward (spec §2.6).
+//!
+//! Per partition: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION (low watermark -1);
+//! offset -1 means "up to the high watermark"; an offset above the high watermark or negative
+//! -> OFFSET_OUT_OF_RANGE; a topic whose `cleanup.policy` lacks `delete` (compact-only) ->
+//! POLICY_VIOLATION. Otherwise the log start offset becomes `max(current, offset)` (it may point
+//! inside a segment, even inside a batch) and the answer's low watermark is the new log start
+//! offset (one replica, so it is also the minimum across replicas). Fetches below it get
+//! OFFSET_OUT_OF_RANGE from then on; segments wholly below it are deleted by the next retention
+//! pass. The new start offsets are checkpointed before answering, so they survive a crash.
+
+use skiff_protocol::{
+    DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
+    DeleteRecordsTopicResult, ResponseBody,
+};
+use skiff_storage::log::DeleteRecordsError;
+use skiff_types::{ErrorCode, TopicPartition};
+
+use super::{Reply, RequestContext};
+
+/// Kafka's `DeleteRecordsResponse.INVALID_LOW_WATERMARK`.
+const INVALID_LOW_WATERMARK: i64 = -1;
+
+pub fn handle(ctx: &RequestContext<'_>, req: DeleteRecordsRequest) -> Reply {
+    let broker = ctx.broker;
+    let image = broker.image();
+    let mut moved = false;
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| DeleteRecordsTopicResult {
+            name: t.name.clone(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let result = image
+                        .topic(&t.name)
+                        .ok_or(ErrorCode::UnknownTopicOrPartition)
+                        .and_then(|info| broker.partition_log(info, p.partition_index))
+                        .and_then(|log| {
+                            let mut l = log.lock();
+                            let before = l.log_start_offset();
+                            let after = l.delete_records(p.offset).map_err(|e| match e {
+                                DeleteRecordsError::PolicyViolation => ErrorCode::PolicyViolation,
+                                DeleteRecordsError::OffsetOutOfRange { .. } => {
+                                    ErrorCode::OffsetOutOfRange
+                                }
+                                DeleteRecordsError::Storage(e) => {
+                                    tracing::error!(topic = %t.name, partition = p.partition_index, error = %e, "DeleteRecords failed");
+                                    e.error_code()
+                                }
+                            })?;
+                            if after > before {
+                                tracing::info!(tp = %TopicPartition::new(t.name.clone(), p.partition_index), log_start = after, "records deleted");
+                            }
+                            moved |= after > before;
+                            Ok(after)
+                        });
+                    let (code, low_watermark) = match result {
+                        Ok(lw) => (ErrorCode::None, lw),
+                        Err(code) => (code, INVALID_LOW_WATERMARK),
+                    };
+                    DeleteRecordsPartitionResult {
+                        partition_index: p.partition_index,
+                        low_watermark,
+                        error_code: code as i16,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    if moved && let Err(e) = broker.logs.write_checkpoints() {
+        tracing::error!(error = %e, "cannot checkpoint the new log start offsets (retried by the background task)");
+    }
+    Reply::Now(ResponseBody::DeleteRecords(DeleteRecordsResponse {
+        topics,
+        ..DeleteRecordsResponse::default()
+    }))
+}
