@@ -41,7 +41,8 @@ async fn e2e_api_versions_v0_v3_v4_and_too_new_falls_back_to_v0() {
                 (18, 0, 4),
                 (19, 2, 7),
                 (20, 1, 6),
-                (22, 0, 5)
+                (22, 0, 5),
+                (61, 0, 0)
             ]
         );
     }
@@ -61,7 +62,7 @@ async fn e2e_api_versions_v0_v3_v4_and_too_new_falls_back_to_v0() {
         panic!()
     };
     assert_eq!(r.error_code, 35);
-    assert_eq!(r.api_keys.len(), 8);
+    assert_eq!(r.api_keys.len(), 9);
     // The connection stays open.
     let ResponseBody::ApiVersions(r) = c.call(0, ApiVersionsRequest::default()).await else {
         panic!()

@@ -25,6 +25,7 @@ pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_producers;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_log_dirs;
@@ -93,6 +94,7 @@ pub const APIS: &[ApiKey] = &[
     ApiKey::DeleteTopics,
     ApiKey::DeleteRecords,
     ApiKey::InitProducerId,
+    ApiKey::DescribeProducers,
     ApiKey::OffsetForLeaderEpoch,
     ApiKey::DescribeConfigs,
     ApiKey::AlterConfigs,
@@ -133,6 +135,7 @@ pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
         RequestBody::CreateTopics(r) => create_topics::handle(ctx, r),
         RequestBody::DeleteTopics(r) => delete_topics::handle(ctx, r),
         RequestBody::InitProducerId(r) => init_producer_id::handle(ctx, r),
+        RequestBody::DescribeProducers(r) => describe_producers::handle(ctx, r),
         RequestBody::DeleteRecords(r) => delete_records::handle(ctx, r),
         RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(ctx, r),
         RequestBody::DescribeConfigs(r) => describe_configs::handle(ctx, r),
@@ -179,6 +182,7 @@ mod tests {
                 (20, Some((1, 6))),
                 (21, Some((0, 2))),
                 (22, Some((0, 5))),
+                (61, Some((0, 0))),
                 (23, Some((2, 4))),
                 (32, Some((1, 4))),
                 (33, Some((0, 2))),

@@ -9,6 +9,13 @@
 //! `acks` must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS on every partition). With `acks=0`
 //! there is no response; if any partition failed the connection is closed, the only signal a
 //! fire-and-forget producer gets (Kafka does the same).
+//!
+//! Idempotent producers (issue 5): the log's producer state decides each batch. A retry of one
+//! of the producer's last 5 batches is answered with success and the ORIGINAL base offset
+//! (and, on a LogAppendTime topic, the original append time as `LogAppendTimeMs`), appending
+//! nothing; a refused batch (sequence gap 45, stale epoch 47, negative sequence 87) gets that
+//! code and the storage's message on its partition. Every storage error maps to a specific
+//! code: the produce path never answers UNKNOWN_SERVER_ERROR.
 
 use std::sync::Arc;
 
@@ -18,9 +25,9 @@ use skiff_protocol::{
     ProduceResponse, ResponseBody, TopicProduceResponse,
 };
 use skiff_record::{BatchView, Compression};
-use skiff_storage::SharedLog;
 use skiff_storage::sync::SyncState;
 use skiff_storage::validate::{RecordErrorEntry, validate_client_batch};
+use skiff_storage::{SharedLog, StorageError};
 use skiff_types::{ErrorCode, TopicPartition};
 
 use super::{Reply, RequestContext};
@@ -192,27 +199,43 @@ fn produce_one(
         let mut l = log.lock();
         let appended = l
             .append_as_leader(&mut validated.bytes, LEADER_EPOCH, now)
-            .map_err(|e| {
-                tracing::error!(%tp, error = %e, "append failed");
-                PartitionFailure::code(e.error_code(), e.to_string())
-            })?;
-        if !appended.needs_sync {
+            .map_err(|e| append_failure(&tp, e))?;
+        if !appended.needs_sync && !appended.duplicate {
             let leo = l.log_end_offset();
             l.set_high_watermark(leo);
         }
         let sync = appended.needs_sync.then(|| Arc::clone(l.sync()));
         (appended, l.log_start_offset(), sync)
     };
-    if sync.is_none() {
+    if sync.is_none() && !info_append.duplicate {
         broker.waiters.notify(&tp);
     }
+    // A duplicate's offsets and timestamp are the original batch's; on a LogAppendTime topic
+    // that timestamp is the original append time (validation stamped this retry with `now`).
+    let log_append_time_ms = if info_append.duplicate && validated.log_append_time_ms >= 0 {
+        info_append.max_timestamp
+    } else {
+        validated.log_append_time_ms
+    };
     Ok(Appended {
         base_offset: info_append.base_offset,
         next_offset: info_append.last_offset + 1,
-        log_append_time_ms: validated.log_append_time_ms,
+        log_append_time_ms,
         log_start_offset: log_start,
         sync: sync.map(|s| (log, s)),
     })
+}
+
+/// A refused leader append: producer-state refusals are the client's business (logged at
+/// debug), anything else is logged as an error. Both carry storage's code and message.
+fn append_failure(tp: &TopicPartition, e: StorageError) -> PartitionFailure {
+    match &e {
+        StorageError::Producer(p) => {
+            tracing::debug!(%tp, error = %p, "idempotent producer batch refused");
+        }
+        other => tracing::error!(%tp, error = %other, "append failed"),
+    }
+    PartitionFailure::code(e.error_code(), e.to_string())
 }
 
 fn failed_partition(index: i32, f: PartitionFailure) -> PartitionProduceResponse {
