@@ -193,6 +193,8 @@ pub async fn serve(
     let writer = tokio::spawn(write_loop(wr, rx, Arc::clone(&budget), idle));
 
     loop {
+        // Set when the reply is a parked group request that holds the connection.
+        let mut held: Option<tokio::sync::oneshot::Receiver<()>> = None;
         tokio::select! {
             _ = budget.wait_below_max() => {}
             _ = shutdown.changed() => break,
@@ -232,6 +234,15 @@ pub async fn serve(
                 };
                 let body = match handlers::dispatch(&ctx, body) {
                     Reply::Now(b) => Body::Now(b),
+                    Reply::Later(f) if holds_connection(key) => {
+                        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                        held = Some(done_rx);
+                        Body::Later(Box::pin(async move {
+                            let body = f.await;
+                            let _ = done_tx.send(());
+                            body
+                        }))
+                    }
                     Reply::Later(f) => Body::Later(f),
                     Reply::Nothing => continue,
                     Reply::Close(reason) => {
@@ -278,11 +289,25 @@ pub async fn serve(
         if tx.send(out).await.is_err() {
             break; // the writer stopped (peer gone or write failed)
         }
+        if let Some(done) = held {
+            // Kafka reads nothing more from a connection while its request is parked.
+            tokio::select! {
+                _ = done => {}
+                _ = shutdown.changed() => break,
+            }
+        }
     }
     drop(tx);
     if let Err(e) = writer.await {
         tracing::error!(%peer, error = %e, "connection writer task failed");
     }
+}
+
+/// A parked JoinGroup/SyncGroup holds its connection: like Kafka (which mutes a channel while
+/// its request is in flight), nothing more is read from it until the answer is ready, so
+/// later requests of that client see the group as the rebalance left it.
+fn holds_connection(key: ApiKey) -> bool {
+    matches!(key, ApiKey::JoinGroup | ApiKey::SyncGroup)
 }
 
 async fn write_loop(

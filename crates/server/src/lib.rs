@@ -19,6 +19,7 @@
 
 pub mod broker;
 pub mod connection;
+pub mod coordinator;
 pub mod error;
 pub mod fetch_session;
 pub mod handlers;

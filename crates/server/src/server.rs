@@ -82,6 +82,7 @@ impl Server {
                 .map_err(|e| ServerError::Settings(format!("startup task failed: {e}")))??
         };
         let background = Some(broker.logs.start_background());
+        crate::coordinator::GroupCoordinator::start(&broker);
         let limits = ConnectionLimits::new(
             broker.settings.connections_max,
             broker.settings.connections_per_ip_max,

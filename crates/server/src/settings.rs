@@ -81,6 +81,8 @@ pub struct ServerSettings {
     pub shutdown_drain_ms_max: u64,
     /// Log dirs and the log manager's intervals.
     pub log_manager: LogManagerConfig,
+    /// The group coordinator (`group.*`, `offsets.*`).
+    pub groups: crate::coordinator::GroupSettings,
 }
 
 impl ServerSettings {
@@ -106,6 +108,7 @@ impl ServerSettings {
                 log_dirs: vec![log_dir.into()],
                 ..LogManagerConfig::default()
             },
+            groups: crate::coordinator::GroupSettings::default(),
         }
     }
 

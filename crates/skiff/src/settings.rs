@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use skiff_config::BrokerConfig;
+use skiff_server::coordinator::GroupSettings;
 use skiff_server::{ListenerSettings, ServerSettings, TopicConfigEntry, TopicConfigs};
 use skiff_storage::LogConfig;
 
@@ -56,7 +57,57 @@ pub fn server_settings(cfg: &BrokerConfig) -> ServerSettings {
     if let Some(v) = cfg.get_i64("max.incremental.fetch.session.cache.slots") {
         s.fetch_session_slots = usize::try_from(v).unwrap_or(0);
     }
+    s.groups = group_settings(cfg);
     s
+}
+
+/// The group coordinator's settings from Kafka's `group.*` / `offsets.*` keys (values the
+/// coordinator cannot use are caught by `GroupConfig::validate` at start).
+pub fn group_settings(cfg: &BrokerConfig) -> GroupSettings {
+    let mut g = GroupSettings::default();
+    let int = |key: &str, fallback: i32| {
+        cfg.get_i64(key)
+            .map_or(fallback, |v| i32::try_from(v).unwrap_or(fallback))
+    };
+    let c = &mut g.config;
+    c.session_timeout_ms_min = int("group.min.session.timeout.ms", c.session_timeout_ms_min);
+    c.session_timeout_ms_max = int("group.max.session.timeout.ms", c.session_timeout_ms_max);
+    c.initial_rebalance_delay_ms = cfg.group_initial_rebalance_delay_ms();
+    c.group_size_max = int("group.max.size", c.group_size_max);
+    if let Some(minutes) = cfg.get_i64("offsets.retention.minutes") {
+        c.offsets_retention_ms = minutes.saturating_mul(60_000);
+    }
+    if let Some(v) = cfg.get_i64("offsets.retention.check.interval.ms") {
+        c.offsets_retention_check_interval_ms = v;
+    }
+    if let Some(v) = cfg.get_i64("offset.metadata.max.bytes") {
+        c.offset_metadata_bytes_max = usize::try_from(v).unwrap_or(0);
+    }
+    c.consumer_session_timeout_ms = int(
+        "group.consumer.session.timeout.ms",
+        c.consumer_session_timeout_ms,
+    );
+    c.consumer_heartbeat_interval_ms = int(
+        "group.consumer.heartbeat.interval.ms",
+        c.consumer_heartbeat_interval_ms,
+    );
+    c.consumer_group_size_max = int("group.consumer.max.size", c.consumer_group_size_max);
+    if let Some(list) = cfg.value("group.consumer.assignors") {
+        let names: Vec<String> = list
+            .split(',')
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if !names.is_empty() {
+            c.consumer_assignors = names;
+        }
+    }
+    g.offsets_topic_partitions = cfg.offsets_topic_num_partitions();
+    g.offsets_topic_replication_factor = cfg.offsets_topic_replication_factor();
+    if let Some(v) = cfg.get_i64("offsets.topic.segment.bytes") {
+        g.offsets_topic_segment_bytes = v;
+    }
+    g
 }
 
 /// Topic-level configuration from the broker configuration.
@@ -142,6 +193,48 @@ mod tests {
         assert!(!s.auto_create_topics);
         assert_eq!(s.node_id, 7);
         assert_eq!(s.socket_request_bytes_max, 1000);
+    }
+
+    #[test]
+    fn group_keys_reach_the_coordinator_settings() {
+        let g = server_settings(&load(&[])).groups;
+        assert_eq!(g.config.session_timeout_ms_min, 6000);
+        assert_eq!(g.config.initial_rebalance_delay_ms, 0, "shipped default");
+        assert_eq!(g.config.offsets_retention_ms, 10080 * 60_000);
+        assert_eq!(g.offsets_topic_partitions, 50);
+        assert_eq!(g.config.consumer_assignors, vec!["uniform", "range"]);
+        let g = server_settings(&load(&[
+            "group.min.session.timeout.ms=1000",
+            "group.max.session.timeout.ms=7000",
+            "group.initial.rebalance.delay.ms=250",
+            "group.max.size=3",
+            "offsets.retention.minutes=2",
+            "offsets.topic.num.partitions=4",
+            "group.consumer.session.timeout.ms=9000",
+            "group.consumer.heartbeat.interval.ms=500",
+            "group.consumer.assignors=range",
+        ]))
+        .groups;
+        assert_eq!(
+            (
+                g.config.session_timeout_ms_min,
+                g.config.session_timeout_ms_max,
+                g.config.initial_rebalance_delay_ms,
+                g.config.group_size_max,
+            ),
+            (1000, 7000, 250, 3)
+        );
+        assert_eq!(g.config.offsets_retention_ms, 120_000);
+        assert_eq!(g.offsets_topic_partitions, 4);
+        assert_eq!(
+            (
+                g.config.consumer_session_timeout_ms,
+                g.config.consumer_heartbeat_interval_ms
+            ),
+            (9000, 500)
+        );
+        assert_eq!(g.config.consumer_assignors, vec!["range"]);
+        assert!(g.config.validate().is_ok());
     }
 
     #[test]

@@ -1,0 +1,539 @@
+//! The group coordinator runtime: drives the pure [`GroupCoordinatorShard`]s of `skiff-group`
+//! with real time, the `__consumer_offsets` log and the connections waiting for answers.
+//!
+//! Mental model: one [`Slot`] per `__consumer_offsets` partition, each a mutex around its shard
+//! (or "loading"), the senders of the requests it still owes an answer, and the metadata image
+//! its KIP-848 topic view was built from. A group lives on slot
+//! `partition_for(group_id, partitions)`. A handler call ([`GroupCoordinator::call`]) takes
+//! the slot's lock, registers a oneshot sender under a fresh [`RequestToken`], runs the shard
+//! method and applies the [`Effects`]: the records are appended to the slot's partition as one
+//! batch *first* (fsynced before answering if the topic is durable), *then* the responses are
+//! sent to their tokens' senders -- which may answer JoinGroup/SyncGroup requests parked by
+//! earlier calls. A call whose own answer came back at once is [`Answer::Ready`]; otherwise
+//! the handler returns a `Reply::Later` on the receiver ([`Answer::Parked`]).
+//!
+//! Timers: every apply records the shard's next deadline; the driver task (`driver`) sleeps
+//! until the earliest one (woken early when a deadline changes) and calls `tick`.
+//! Loading: at start every partition of an existing `__consumer_offsets` is replayed on the
+//! blocking pool (calls meanwhile answer COORDINATOR_LOAD_IN_PROGRESS); if an append fails,
+//! the shard's memory is ahead of its log, so the slot answers NOT_COORDINATOR to everything
+//! it owed, drops the shard and replays the partition again.
+//! Shutdown: the driver answers every parked request NOT_COORDINATOR so connections drain;
+//! calls made after the shutdown signal are refused the same way.
+//!
+//! Thread-safety: slots are independent `parking_lot` mutexes, held only for one shard call
+//! plus one in-memory log append (never across an `.await`). `Send + Sync`.
+
+mod driver;
+mod offsets_log;
+mod settings;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use skiff_group::{
+    Effects, GroupCoordinatorShard, RequestContext, RequestToken, Response, TopicInfo,
+};
+use skiff_metadata::MetadataImage;
+use skiff_protocol::ResponseBody;
+use skiff_types::ErrorCode;
+use tokio::sync::{Notify, oneshot};
+use uuid::Uuid;
+
+use crate::broker::{Broker, now_ms};
+use crate::handlers::Reply;
+
+pub use offsets_log::OffsetsLogError;
+pub use settings::{GroupSettings, OFFSETS_TOPIC};
+
+/// What a shard owes one request: its response, or an error code the handler shapes itself.
+pub type ShardResult = Result<Response, ErrorCode>;
+
+/// The outcome of a coordinator call.
+#[derive(Debug)]
+pub enum Answer {
+    /// Answered during the call.
+    Ready(Response),
+    /// Parked (JoinGroup/SyncGroup waiting for the rebalance) or waiting for an fsync.
+    Parked(oneshot::Receiver<ShardResult>),
+}
+
+/// Who is calling, as the shard needs to know it.
+#[derive(Clone, Copy, Debug)]
+pub struct Caller<'a> {
+    pub api_version: i16,
+    pub client_id: &'a str,
+    pub peer: SocketAddr,
+}
+
+impl<'a> Caller<'a> {
+    /// The caller of a request as the connection saw it.
+    pub fn of(ctx: &'a crate::handlers::RequestContext<'_>) -> Self {
+        Caller {
+            api_version: ctx.api_version,
+            client_id: ctx.client_id.unwrap_or(""),
+            peer: ctx.peer,
+        }
+    }
+}
+
+/// No pending timer.
+const NO_DEADLINE: i64 = i64::MAX;
+/// How long a failed load waits before it is tried again.
+const LOAD_RETRY_MS: u64 = 1000;
+
+enum Phase {
+    Loading,
+    Ready(Box<GroupCoordinatorShard>),
+}
+
+struct SlotState {
+    phase: Phase,
+    /// Requests this slot still owes an answer, by token.
+    pending: HashMap<RequestToken, oneshot::Sender<ShardResult>>,
+    /// The metadata image the shard's topic view was last built from.
+    image: Option<Arc<MetadataImage>>,
+    /// Bumped on every (re)load, so a stale load does not install its shard.
+    load_generation: u64,
+}
+
+/// One `__consumer_offsets` partition's shard.
+struct Slot {
+    partition: i32,
+    state: Mutex<SlotState>,
+    /// The shard's next timer deadline (wall ms), [`NO_DEADLINE`] if none.
+    deadline: AtomicI64,
+}
+
+/// The broker's group coordinator (one per broker, inside [`Broker`]).
+pub struct GroupCoordinator {
+    settings: GroupSettings,
+    /// Partition count of `__consumer_offsets`, fixed for the broker's lifetime.
+    partitions: i32,
+    slots: Vec<Slot>,
+    next_token: AtomicU64,
+    /// Woken whenever a slot's deadline changes.
+    wake: Notify,
+    seeds: RandomState,
+}
+
+impl std::fmt::Debug for GroupCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCoordinator")
+            .field("partitions", &self.partitions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupCoordinator {
+    /// A coordinator for the topic as `image` has it: if `__consumer_offsets` exists, its
+    /// partition count wins and every slot starts loading ([`GroupCoordinator::start`] loads
+    /// them); otherwise every slot starts with an empty shard.
+    pub fn new(settings: GroupSettings, image: &MetadataImage) -> Self {
+        let existing = image.topic(OFFSETS_TOPIC).map(|t| t.partitions);
+        let partitions = existing.unwrap_or(settings.offsets_topic_partitions).max(1);
+        if let Some(n) = existing
+            && n != settings.offsets_topic_partitions
+        {
+            tracing::warn!(
+                existing = n,
+                configured = settings.offsets_topic_partitions,
+                "{OFFSETS_TOPIC} exists with another partition count than offsets.topic.num.partitions; keeping {n}"
+            );
+        }
+        let mut c = GroupCoordinator {
+            settings,
+            partitions,
+            slots: Vec::new(),
+            next_token: AtomicU64::new(1),
+            wake: Notify::new(),
+            seeds: RandomState::new(),
+        };
+        c.slots = (0..partitions)
+            .map(|p| Slot {
+                partition: p,
+                state: Mutex::new(SlotState {
+                    phase: if existing.is_some() {
+                        Phase::Loading
+                    } else {
+                        Phase::Ready(Box::new(c.new_shard(p)))
+                    },
+                    pending: HashMap::new(),
+                    image: None,
+                    load_generation: 0,
+                }),
+                deadline: AtomicI64::new(NO_DEADLINE),
+            })
+            .collect();
+        c
+    }
+
+    fn new_shard(&self, partition: i32) -> GroupCoordinatorShard {
+        let seed = self
+            .seeds
+            .hash_one((partition, now_ms(), std::process::id()));
+        GroupCoordinatorShard::new(self.settings.config.clone(), seed)
+    }
+
+    pub fn settings(&self) -> &GroupSettings {
+        &self.settings
+    }
+
+    /// The partition count of `__consumer_offsets` used for placement.
+    pub fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
+    /// The `__consumer_offsets` partition owning `group_id`.
+    pub fn partition_for(&self, group_id: &str) -> i32 {
+        skiff_group::partition_for(group_id, self.partitions)
+    }
+
+    fn slot(&self, partition: i32) -> Option<&Slot> {
+        usize::try_from(partition)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+    }
+
+    fn slot_for(&self, group_id: &str) -> Option<&Slot> {
+        self.slot(self.partition_for(group_id))
+    }
+
+    /// Creates `__consumer_offsets` if needed (FindCoordinator does this, as Kafka does).
+    pub fn ensure_topic(&self, broker: &Broker) -> Result<(), OffsetsLogError> {
+        offsets_log::ensure_topic(broker, &self.settings, self.partitions)
+    }
+
+    /// Starts loading every slot that is loading and the timer driver (call once, inside
+    /// the tokio runtime, after the broker is open).
+    pub fn start(broker: &Arc<Broker>) {
+        let c = &broker.groups;
+        for slot in &c.slots {
+            let generation = {
+                let st = slot.state.lock();
+                if !matches!(st.phase, Phase::Loading) {
+                    continue;
+                }
+                st.load_generation
+            };
+            spawn_load(broker, slot.partition, generation, 0);
+        }
+        tokio::spawn(driver::run(Arc::clone(broker)));
+    }
+
+    /// Runs a shard method for `group_id`'s shard and applies its effects. `Err` is the code
+    /// the whole request answers with (COORDINATOR_LOAD_IN_PROGRESS while loading,
+    /// NOT_COORDINATOR during shutdown or after a failed append).
+    pub fn call(
+        &self,
+        broker: &Arc<Broker>,
+        group_id: &str,
+        caller: Caller<'_>,
+        f: impl FnOnce(&mut GroupCoordinatorShard, &RequestContext, i64) -> Effects,
+    ) -> Result<Answer, ErrorCode> {
+        let slot = self.slot_for(group_id).ok_or(ErrorCode::NotCoordinator)?;
+        let token = RequestToken(self.next_token.fetch_add(1, Ordering::Relaxed));
+        let (tx, mut rx) = oneshot::channel();
+        {
+            let mut guard = slot.state.lock();
+            let st = &mut *guard;
+            if broker.is_shutting_down() {
+                return Err(ErrorCode::NotCoordinator);
+            }
+            let Phase::Ready(shard) = &mut st.phase else {
+                return Err(ErrorCode::CoordinatorLoadInProgress);
+            };
+            refresh_topics(shard, &mut st.image, broker);
+            let ctx = RequestContext {
+                token,
+                api_version: caller.api_version,
+                client_id: caller.client_id.to_string(),
+                client_host: format!("/{}", caller.peer.ip()),
+            };
+            st.pending.insert(token, tx);
+            let effects = f(shard, &ctx, now_ms());
+            self.apply(broker, slot, st, effects);
+        }
+        match rx.try_recv() {
+            Ok(Ok(r)) => Ok(Answer::Ready(r)),
+            Ok(Err(code)) => Err(code),
+            Err(oneshot::error::TryRecvError::Empty) => Ok(Answer::Parked(rx)),
+            Err(oneshot::error::TryRecvError::Closed) => Err(ErrorCode::NotCoordinator),
+        }
+    }
+
+    /// Runs a read-only question against `group_id`'s shard.
+    pub fn read<T>(
+        &self,
+        broker: &Arc<Broker>,
+        group_id: &str,
+        f: impl FnOnce(&GroupCoordinatorShard) -> T,
+    ) -> Result<T, ErrorCode> {
+        let slot = self.slot_for(group_id).ok_or(ErrorCode::NotCoordinator)?;
+        self.read_slot(broker, slot, f)
+    }
+
+    fn read_slot<T>(
+        &self,
+        broker: &Arc<Broker>,
+        slot: &Slot,
+        f: impl FnOnce(&GroupCoordinatorShard) -> T,
+    ) -> Result<T, ErrorCode> {
+        let mut guard = slot.state.lock();
+        let st = &mut *guard;
+        let Phase::Ready(shard) = &mut st.phase else {
+            return Err(ErrorCode::CoordinatorLoadInProgress);
+        };
+        refresh_topics(shard, &mut st.image, broker);
+        Ok(f(shard))
+    }
+
+    /// Runs `f` on every loaded shard; the flag says whether some shard is still loading.
+    pub fn read_all<T>(
+        &self,
+        broker: &Arc<Broker>,
+        mut f: impl FnMut(&GroupCoordinatorShard) -> T,
+    ) -> (Vec<T>, bool) {
+        let mut out = Vec::new();
+        let mut loading = false;
+        for slot in &self.slots {
+            match self.read_slot(broker, slot, &mut f) {
+                Ok(t) => out.push(t),
+                Err(_) => loading = true,
+            }
+        }
+        (out, loading)
+    }
+
+    /// Appends the effects' records, then sends their responses (see the module doc).
+    fn apply(&self, broker: &Arc<Broker>, slot: &Slot, st: &mut SlotState, effects: Effects) {
+        let Effects {
+            responses,
+            records,
+            next_deadline,
+        } = effects;
+        let mut pending_sync = None;
+        if !records.is_empty() {
+            match offsets_log::append(
+                broker,
+                &self.settings,
+                self.partitions,
+                slot.partition,
+                &records,
+            ) {
+                Ok(p) => pending_sync = p,
+                Err(e) => {
+                    tracing::error!(partition = slot.partition, error = %e, "coordinator append failed; reloading the shard");
+                    for (token, r) in responses {
+                        deliver(st, token, Ok(r.with_error(ErrorCode::NotCoordinator)));
+                    }
+                    fail_pending(st, ErrorCode::NotCoordinator);
+                    st.phase = Phase::Loading;
+                    st.image = None;
+                    st.load_generation += 1;
+                    slot.deadline.store(NO_DEADLINE, Ordering::Release);
+                    spawn_load(broker, slot.partition, st.load_generation, 0);
+                    return;
+                }
+            }
+        }
+        match pending_sync {
+            None => {
+                for (token, r) in responses {
+                    deliver(st, token, Ok(r));
+                }
+            }
+            Some(p) => {
+                let owed: Vec<_> = responses
+                    .into_iter()
+                    .filter_map(|(t, r)| st.pending.remove(&t).map(|tx| (tx, r)))
+                    .collect();
+                let broker = Arc::clone(broker);
+                tokio::spawn(async move {
+                    let (sync, target) = (Arc::clone(&p.sync), p.target);
+                    let synced = tokio::task::spawn_blocking(move || sync.sync_to(target)).await;
+                    let ok = matches!(synced, Ok(Ok(_)));
+                    if ok {
+                        broker.advance_high_watermark(&p.tp, &p.log);
+                    } else {
+                        tracing::error!(tp = %p.tp, "fsync of coordinator records failed");
+                    }
+                    for (tx, r) in owed {
+                        let r = if ok {
+                            r
+                        } else {
+                            r.with_error(ErrorCode::NotCoordinator)
+                        };
+                        let _ = tx.send(Ok(r));
+                    }
+                });
+            }
+        }
+        st.pending.retain(|_, tx| !tx.is_closed());
+        let deadline = next_deadline.unwrap_or(NO_DEADLINE);
+        if slot.deadline.swap(deadline, Ordering::AcqRel) != deadline {
+            self.wake.notify_one();
+        }
+    }
+
+    /// The earliest timer deadline of any shard.
+    fn earliest_deadline(&self) -> Option<i64> {
+        self.slots
+            .iter()
+            .map(|s| s.deadline.load(Ordering::Acquire))
+            .filter(|d| *d != NO_DEADLINE)
+            .min()
+    }
+
+    /// Fires the timers of every shard whose deadline is due at `now`.
+    fn tick_due(&self, broker: &Arc<Broker>, now: i64) {
+        for slot in &self.slots {
+            if slot.deadline.load(Ordering::Acquire) > now {
+                continue;
+            }
+            let mut guard = slot.state.lock();
+            let st = &mut *guard;
+            let Phase::Ready(shard) = &mut st.phase else {
+                continue;
+            };
+            let effects = shard.tick(now);
+            self.apply(broker, slot, st, effects);
+        }
+    }
+
+    /// Answers every parked request with `code` (shutdown).
+    fn fail_all_pending(&self, code: ErrorCode) {
+        for slot in &self.slots {
+            fail_pending(&mut slot.state.lock(), code);
+        }
+    }
+
+    /// Replays one partition into a fresh shard and installs it (blocking).
+    fn load(
+        &self,
+        broker: &Arc<Broker>,
+        partition: i32,
+        generation: u64,
+    ) -> Result<(), OffsetsLogError> {
+        let Some(slot) = self.slot(partition) else {
+            return Ok(());
+        };
+        let mut shard = self.new_shard(partition);
+        let started = std::time::Instant::now();
+        let applied = offsets_log::replay(broker, partition, &mut shard)?;
+        let mut guard = slot.state.lock();
+        let st = &mut *guard;
+        if !matches!(st.phase, Phase::Loading) || st.load_generation != generation {
+            return Ok(());
+        }
+        let effects = shard.on_loaded(now_ms());
+        st.phase = Phase::Ready(Box::new(shard));
+        if applied > 0 {
+            tracing::info!(
+                partition,
+                records = applied,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "group coordinator partition loaded"
+            );
+        }
+        self.apply(broker, slot, st, effects);
+        Ok(())
+    }
+}
+
+/// Loads a partition on the blocking pool after `delay_ms`, retrying while it fails.
+fn spawn_load(broker: &Arc<Broker>, partition: i32, generation: u64, delay_ms: u64) {
+    let broker = Arc::clone(broker);
+    tokio::spawn(async move {
+        if delay_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+        }
+        if broker.is_shutting_down() {
+            return;
+        }
+        let b = Arc::clone(&broker);
+        let result =
+            tokio::task::spawn_blocking(move || b.groups.load(&b, partition, generation)).await;
+        let failed = match result {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => format!("load task failed: {e}"),
+        };
+        tracing::error!(partition, error = %failed, "cannot load group coordinator partition; retrying");
+        spawn_load(&broker, partition, generation, LOAD_RETRY_MS);
+    });
+}
+
+fn deliver(st: &mut SlotState, token: RequestToken, result: ShardResult) {
+    if let Some(tx) = st.pending.remove(&token) {
+        let _ = tx.send(result);
+    }
+}
+
+fn fail_pending(st: &mut SlotState, code: ErrorCode) {
+    for (_, tx) in st.pending.drain() {
+        let _ = tx.send(Err(code));
+    }
+}
+
+/// Gives the shard the cluster's topics if metadata changed since it last saw them (KIP-848
+/// assignments need topic ids and partition counts; internal topics are left out).
+fn refresh_topics(
+    shard: &mut GroupCoordinatorShard,
+    seen: &mut Option<Arc<MetadataImage>>,
+    broker: &Broker,
+) {
+    let image = broker.image();
+    if seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, &image)) {
+        return;
+    }
+    shard.set_topics(
+        image
+            .topics
+            .values()
+            .filter(|t| !t.name.starts_with("__"))
+            .map(|t| TopicInfo {
+                topic_id: Uuid::from_bytes(t.id),
+                name: t.name.clone(),
+                partitions: t.partitions,
+            }),
+    );
+    *seen = Some(image);
+}
+
+/// Turns a call's outcome into a handler reply: `on_error` shapes a whole-request error for
+/// the request's version.
+pub fn reply(
+    answer: Result<Answer, ErrorCode>,
+    on_error: impl FnOnce(ErrorCode) -> ResponseBody + Send + 'static,
+) -> Reply {
+    match answer {
+        Err(code) => Reply::Now(on_error(code)),
+        Ok(Answer::Ready(r)) => Reply::Now(to_body(r)),
+        Ok(Answer::Parked(rx)) => Reply::Later(Box::pin(async move {
+            match rx.await {
+                Ok(Ok(r)) => to_body(r),
+                Ok(Err(code)) => on_error(code),
+                Err(_) => on_error(ErrorCode::NotCoordinator),
+            }
+        })),
+    }
+}
+
+/// A shard response as the connection's response body.
+pub fn to_body(r: Response) -> ResponseBody {
+    match r {
+        Response::JoinGroup(r) => ResponseBody::JoinGroup(r),
+        Response::SyncGroup(r) => ResponseBody::SyncGroup(r),
+        Response::Heartbeat(r) => ResponseBody::Heartbeat(r),
+        Response::LeaveGroup(r) => ResponseBody::LeaveGroup(r),
+        Response::OffsetCommit(r) => ResponseBody::OffsetCommit(r),
+        Response::OffsetDelete(r) => ResponseBody::OffsetDelete(r),
+        Response::DeleteGroups(r) => ResponseBody::DeleteGroups(r),
+        Response::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(r),
+    }
+}

@@ -1,0 +1,215 @@
+//! The `__consumer_offsets` topic as the coordinator uses it: creating it on first use,
+//! appending one call's records as one batch, and replaying a partition into a shard.
+//!
+//! Format: plain v2 record batches written as leader (epoch 0), uncompressed, CreateTime, no
+//! producer id; each record's key and value are the shard's encodings (Kafka's
+//! `__consumer_offsets` schemas with their int16 version prefixes), a `None` value is a
+//! tombstone. One shard call's records form one batch, so they become durable together.
+//! Topic: `offsets.topic.num.partitions` partitions, `cleanup.policy=compact` (the cleaner
+//! comes later; replay simply applies every record in order, last one wins).
+//!
+//! Thread-safety: appends happen under the shard's mutex (so the log order is the shard's
+//! order) and take the partition log's own short lock; replay runs on the blocking pool while
+//! the shard is marked loading, so nothing appends to the partition meanwhile.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use skiff_group::GroupCoordinatorShard;
+use skiff_record::{BatchBuilder, BatchOptions, batches, records};
+use skiff_storage::SharedLog;
+use skiff_storage::sync::SyncState;
+use skiff_types::TopicPartition;
+use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
+
+use crate::broker::{Broker, LEADER_EPOCH, now_ms};
+use crate::coordinator::settings::{GroupSettings, OFFSETS_TOPIC};
+
+/// How much of the log one replay read takes at a time.
+const REPLAY_READ_BYTES: usize = 1024 * 1024;
+
+/// Why the coordinator could not use its topic.
+#[derive(Debug, thiserror::Error)]
+pub enum OffsetsLogError {
+    #[error("cannot create {OFFSETS_TOPIC}: {0}")]
+    Create(String),
+    #[error("{OFFSETS_TOPIC}-{0} is not available: {1}")]
+    Unavailable(i32, String),
+    #[error("cannot encode the coordinator batch: {0}")]
+    Encode(String),
+    #[error("append to {OFFSETS_TOPIC}-{0} failed: {1}")]
+    Append(i32, String),
+    #[error("reading {OFFSETS_TOPIC}-{0} failed: {1}")]
+    Read(i32, String),
+}
+
+/// Creates `__consumer_offsets` if metadata does not have it yet (idempotent; a concurrent
+/// creation by another caller counts as success).
+pub fn ensure_topic(
+    broker: &Broker,
+    settings: &GroupSettings,
+    partitions: i32,
+) -> Result<(), OffsetsLogError> {
+    if broker.image().topic(OFFSETS_TOPIC).is_some() {
+        return Ok(());
+    }
+    if settings.offsets_topic_replication_factor > 1 {
+        tracing::warn!(
+            requested = settings.offsets_topic_replication_factor,
+            "offsets.topic.replication.factor > 1 cannot be met by a single node; using 1"
+        );
+    }
+    let configs: BTreeMap<String, String> = [
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        (
+            "segment.bytes".to_string(),
+            settings.offsets_topic_segment_bytes.to_string(),
+        ),
+    ]
+    .into();
+    match broker.create_topic(OFFSETS_TOPIC, partitions, configs) {
+        Ok(_) => Ok(()),
+        Err(_) if broker.image().topic(OFFSETS_TOPIC).is_some() => Ok(()),
+        Err(e) => Err(OffsetsLogError::Create(e.message)),
+    }
+}
+
+/// The log of one `__consumer_offsets` partition, `None` when the topic does not exist.
+fn partition_log(broker: &Broker, partition: i32) -> Result<Option<SharedLog>, OffsetsLogError> {
+    let image = broker.image();
+    let Some(info) = image.topic(OFFSETS_TOPIC) else {
+        return Ok(None);
+    };
+    broker
+        .partition_log(info, partition)
+        .map(Some)
+        .map_err(|code| OffsetsLogError::Unavailable(partition, format!("{code:?}")))
+}
+
+/// What an append left to do before its records count as durable.
+#[derive(Debug)]
+pub struct PendingSync {
+    pub sync: Arc<SyncState>,
+    pub target: i64,
+    pub tp: TopicPartition,
+    pub log: SharedLog,
+}
+
+/// Appends `records` as one batch to partition `partition` (creating the topic if needed).
+/// `Ok(Some(_))` when the topic is durable and the batch still has to be fsynced.
+pub fn append(
+    broker: &Broker,
+    settings: &GroupSettings,
+    partitions: i32,
+    partition: i32,
+    records: &[(Bytes, Option<Bytes>)],
+) -> Result<Option<PendingSync>, OffsetsLogError> {
+    ensure_topic(broker, settings, partitions)?;
+    let log = partition_log(broker, partition)?
+        .ok_or_else(|| OffsetsLogError::Unavailable(partition, "topic missing".into()))?;
+    let now = now_ms();
+    let mut builder = BatchBuilder::new(BatchOptions::default());
+    for (key, value) in records {
+        builder.append(now, Some(key), value.as_deref(), &[]);
+    }
+    let mut batch = builder
+        .build()
+        .map_err(|e| OffsetsLogError::Encode(e.to_string()))?;
+    let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+    let pending = {
+        let mut l = log.lock();
+        let info = l
+            .append_as_leader(&mut batch, LEADER_EPOCH, now)
+            .map_err(|e| OffsetsLogError::Append(partition, e.to_string()))?;
+        if info.needs_sync {
+            Some(PendingSync {
+                sync: Arc::clone(l.sync()),
+                target: info.last_offset + 1,
+                tp: tp.clone(),
+                log: Arc::clone(&log),
+            })
+        } else {
+            let leo = l.log_end_offset();
+            l.set_high_watermark(leo);
+            None
+        }
+    };
+    if pending.is_none() {
+        broker.waiters.notify(&tp);
+    }
+    Ok(pending)
+}
+
+/// Feeds every record of partition `partition` to `shard`, in offset order. Records the shard
+/// cannot decode are logged and skipped (a newer Kafka may have written types we do not know).
+/// Returns how many records were applied.
+pub fn replay(
+    broker: &Broker,
+    partition: i32,
+    shard: &mut GroupCoordinatorShard,
+) -> Result<u64, OffsetsLogError> {
+    let Some(log) = partition_log(broker, partition)? else {
+        return Ok(0);
+    };
+    let read_err = |e: String| OffsetsLogError::Read(partition, e);
+    let (mut offset, end) = {
+        let l = log.lock();
+        (l.log_start_offset(), l.log_end_offset())
+    };
+    let mut applied = 0u64;
+    let mut skipped = 0u64;
+    while offset < end {
+        let slice = {
+            let l = log.lock();
+            l.read(offset, REPLAY_READ_BYTES, end, true)
+                .map_err(|e| read_err(e.to_string()))?
+                .slice
+        };
+        let Some(slice) = slice else { break };
+        let bytes = slice.read_to_vec().map_err(|e| read_err(e.to_string()))?;
+        let mut next = offset;
+        for batch in batches(&bytes) {
+            // A trailing partial batch (the read stopped mid-batch) is read again next round.
+            let Ok((_, view)) = batch else { break };
+            next = next.max(view.next_offset());
+            if view.is_control() || view.last_offset() < offset {
+                continue;
+            }
+            let data = view
+                .records_data(DECOMPRESSED_BATCH_BYTES_MAX)
+                .map_err(|e| read_err(e.to_string()))?;
+            for rec in records(&data, view.records_count()) {
+                let rec = rec.map_err(|e| read_err(e.to_string()))?;
+                if view.record_offset(&rec) < offset {
+                    continue;
+                }
+                let Some(key) = rec.key else {
+                    skipped += 1;
+                    continue;
+                };
+                let key = Bytes::copy_from_slice(key);
+                let value = rec.value.map(Bytes::copy_from_slice);
+                match shard.replay(&key, value.as_ref()) {
+                    Ok(()) => applied += 1,
+                    Err(e) => {
+                        skipped += 1;
+                        tracing::debug!(partition, error = %e, "skipping a __consumer_offsets record");
+                    }
+                }
+            }
+        }
+        if next <= offset {
+            return Err(read_err(format!("no progress reading at offset {offset}")));
+        }
+        offset = next;
+    }
+    if skipped > 0 {
+        tracing::warn!(
+            partition,
+            skipped,
+            "__consumer_offsets records skipped during load"
+        );
+    }
+    Ok(applied)
+}

@@ -1,0 +1,74 @@
+//! FindCoordinator (10), v0-6 (v4+ batches keys).
+//!
+//! Key type 0 (group): this node is every group's coordinator; `__consumer_offsets` is created
+//! on first use here, as Kafka does (COORDINATOR_NOT_AVAILABLE, retriable, if that fails).
+//! Key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE: transactions are not served
+//! yet. Any other key type is INVALID_REQUEST. v0-3 carry one key and a top-level answer.
+
+use skiff_protocol::{Coordinator, FindCoordinatorRequest, FindCoordinatorResponse, ResponseBody};
+use skiff_types::ErrorCode;
+
+use super::{Reply, RequestContext};
+
+/// FindCoordinator v4+ batches keys (KIP-699).
+const BATCHED_MIN_VERSION: i16 = 4;
+const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
+
+pub fn handle(ctx: &RequestContext<'_>, req: FindCoordinatorRequest) -> Reply {
+    if ctx.api_version >= BATCHED_MIN_VERSION {
+        let coordinators = req
+            .coordinator_keys
+            .iter()
+            .map(|k| find(ctx, req.key_type, k))
+            .collect();
+        return Reply::Now(ResponseBody::FindCoordinator(FindCoordinatorResponse {
+            coordinators,
+            ..FindCoordinatorResponse::default()
+        }));
+    }
+    let c = find(ctx, req.key_type, &req.key);
+    Reply::Now(ResponseBody::FindCoordinator(FindCoordinatorResponse {
+        error_code: c.error_code,
+        error_message: c.error_message,
+        node_id: c.node_id,
+        host: c.host,
+        port: c.port,
+        ..FindCoordinatorResponse::default()
+    }))
+}
+
+fn find(ctx: &RequestContext<'_>, key_type: i8, key: &str) -> Coordinator {
+    let failed = |code: ErrorCode, message: String| Coordinator {
+        key: key.to_string(),
+        node_id: -1,
+        host: String::new(),
+        port: -1,
+        error_code: code.code(),
+        error_message: Some(message),
+    };
+    match key_type {
+        KEY_TYPE_GROUP => {
+            if let Err(e) = ctx.broker.groups.ensure_topic(ctx.broker) {
+                tracing::warn!(error = %e, "FindCoordinator: the offsets topic is not available");
+                return failed(ErrorCode::CoordinatorNotAvailable, e.to_string());
+            }
+            Coordinator {
+                key: key.to_string(),
+                node_id: ctx.broker.node_id(),
+                host: ctx.listener.advertised_host.clone(),
+                port: i32::from(ctx.listener.advertised_port),
+                error_code: 0,
+                error_message: None,
+            }
+        }
+        KEY_TYPE_TRANSACTION => failed(
+            ErrorCode::CoordinatorNotAvailable,
+            "The transaction coordinator is not available.".into(),
+        ),
+        other => failed(
+            ErrorCode::InvalidRequest,
+            format!("Unknown coordinator type {other}"),
+        ),
+    }
+}
