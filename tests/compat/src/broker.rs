@@ -10,18 +10,25 @@
 //! is appended to `broker.log` in the temp dir across restarts and shown by [`Broker::logs`];
 //! stdout is drained by a thread (the ready line goes to a channel). `RUST_LOG` defaults to
 //! `info` and can be overridden with `SKIFF_COMPAT_LOG`.
+//!
+//! One broker at a time per test process: a [`Broker`] holds a process-wide lock for its
+//! lifetime, so plain `cargo test` (threads in one process) runs these tests serially as nextest
+//! does (a process per test, group `e2e`); two brokers in one test would deadlock, so don't.
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
 /// How long a broker may take to print its ready line, and to exit after SIGTERM.
 pub const BROKER_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Serialises brokers (and so the tests using them) within one process.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// One running (or stopped, between restarts) broker process.
 #[derive(Debug)]
@@ -31,6 +38,8 @@ pub struct Broker {
     dir: TempDir,
     overrides: Vec<String>,
     starts: u32,
+    // Declared last: released after the process is gone (fields drop after `Drop::drop`).
+    _turn: MutexGuard<'static, ()>,
 }
 
 /// The broker binary: `SKIFF_BIN`, else `<target dir>/debug/skiff`.
@@ -63,6 +72,10 @@ impl Broker {
 
     /// Starts a broker with extra `--override KEY=VALUE` settings.
     pub fn start_with(overrides: &[(&str, &str)]) -> Broker {
+        // A test that panicked while holding the lock poisons it; the next test may still run.
+        let turn = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let dir = tempfile::Builder::new()
             .prefix("skiff-compat-")
             .tempdir()
@@ -73,6 +86,7 @@ impl Broker {
             dir,
             overrides: overrides.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             starts: 0,
+            _turn: turn,
         };
         b.spawn();
         b
