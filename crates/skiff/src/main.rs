@@ -92,7 +92,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let server_settings = settings::server_settings(&config);
-    let topic_configs = Arc::new(settings::BrokerTopicConfigs(config));
+    let topic_configs = Arc::new(skiff_server::LiveConfig::new(config));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("skiff-worker")

@@ -1,16 +1,14 @@
 //! From Kafka-named configuration (`skiff-config`) to the server's typed settings.
 //!
 //! Mental model: [`server_settings`] reads every key the server acts on once at start;
-//! [`BrokerTopicConfigs`] answers topic-level questions (effective log config, validation
-//! messages, the described list) from the same [`BrokerConfig`]. Listeners and advertised
-//! listeners are paired by name; an advertised port of 0 follows the bound port.
-
-use std::collections::BTreeMap;
+//! topic-level questions (effective log config, validation messages, the described list) and
+//! runtime config changes are answered by `skiff_server::LiveConfig` over the same
+//! [`BrokerConfig`]. Listeners and advertised listeners are paired by name; an advertised port
+//! of 0 follows the bound port.
 
 use skiff_config::BrokerConfig;
 use skiff_server::coordinator::GroupSettings;
-use skiff_server::{ListenerSettings, ServerSettings, TopicConfigEntry, TopicConfigs};
-use skiff_storage::LogConfig;
+use skiff_server::{ListenerSettings, ServerSettings};
 
 /// The server settings of a loaded configuration.
 pub fn server_settings(cfg: &BrokerConfig) -> ServerSettings {
@@ -110,36 +108,13 @@ pub fn group_settings(cfg: &BrokerConfig) -> GroupSettings {
     g
 }
 
-/// Topic-level configuration from the broker configuration.
-#[derive(Debug)]
-pub struct BrokerTopicConfigs(pub BrokerConfig);
-
-impl TopicConfigs for BrokerTopicConfigs {
-    fn log_config(&self, overrides: &BTreeMap<String, String>) -> Result<LogConfig, String> {
-        self.0
-            .topic_log_config(overrides)
-            .map_err(|e| e.to_string())
-    }
-
-    fn describe(&self, overrides: &BTreeMap<String, String>) -> Vec<TopicConfigEntry> {
-        self.0
-            .describe_topic(overrides)
-            .into_iter()
-            .map(|e| TopicConfigEntry {
-                name: e.name,
-                value: e.value,
-                read_only: e.read_only,
-                source: e.source.id(),
-                sensitive: e.sensitive,
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use skiff_config::ConfigSources;
+    use skiff_server::{LiveConfig, TopicConfigs};
 
     use super::*;
 
@@ -239,7 +214,7 @@ mod tests {
 
     #[test]
     fn topic_configs_validate_and_describe_everything() {
-        let t = BrokerTopicConfigs(load(&["log.retention.hours=1"]));
+        let t = LiveConfig::new(load(&["log.retention.hours=1"]));
         let overrides: BTreeMap<String, String> =
             [("segment.bytes".to_string(), "1048576".to_string())].into();
         let cfg = t.log_config(&overrides).unwrap();
