@@ -315,7 +315,9 @@ async fn e2e_describe_producers_lists_active_producers_per_partition() {
     let p2 = new_producer(&mut c).await;
     // Partition 0: p1 (two batches, 3 records) and p2 (epoch 2, one batch); partition 1: p2;
     // partition 2: only a non-idempotent batch.
-    let ts = 1_700_000_000_000;
+    // Recent timestamps: a producer whose last timestamp is older than
+    // producer.id.expiration.ms (1 day) is expired by the log manager's periodic check.
+    let ts = now_ms() - 60_000;
     let batch_at = |pid: i64, epoch: i16, seq: i32, n: usize, ts: i64| {
         let mut b = BatchBuilder::new(BatchOptions {
             producer_id: pid,
