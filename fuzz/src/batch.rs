@@ -1,6 +1,9 @@
 //! `record_batch` harness: arbitrary bytes as a v2 record batch, through every reader in
 //! `skiff_record` and through the leader-side Produce validation in `skiff_storage::validate`.
 //!
+//! Because random mutations nearly always break the CRC-32C, a batch whose CRC is wrong is also
+//! validated a second time with its CRC recomputed, so validation's later stages get fuzzed.
+//!
 //! Checks: nothing panics, nothing allocates beyond the bound passed in (decompression is
 //! capped at [`RECORDS_DATA_BOUND`] here; validation uses its own 256 MiB cap, still under the
 //! run's `-malloc_limit_mb=512`). Oracles on accepted inputs:
@@ -14,7 +17,8 @@
 //!   input, or refused only as MESSAGE_TOO_LARGE.
 
 use skiff_record::{
-    BatchView, Compression, Record, RecordError, TimestampType, batches, peek_batch_size, records,
+    BatchView, Compression, Record, RecordError, TimestampType, batches, peek_batch_size,
+    recompute_crc, records,
 };
 use skiff_storage::validate::{TargetCompression, ValidationConfig, validate_client_batch};
 use skiff_types::ErrorCode;
@@ -60,6 +64,24 @@ pub fn check_record_batch(data: &[u8]) -> Outcome {
     }
 
     // 3. Leader-side validation, then the oracles on what it accepted.
+    let outcome = validate_and_check(data, single.ok().as_ref());
+    // 4. Mutations almost always break the CRC, which hides everything validation does after
+    //    it; validate a copy with the CRC fixed too, so the fuzzer can reach those paths.
+    if let Ok(view) = BatchView::new(data)
+        && view.verify_crc().is_err()
+    {
+        let mut fixed = data.to_vec();
+        recompute_crc(&mut fixed);
+        let view = BatchView::new(&fixed).expect("recompute_crc keeps the batch shape");
+        if validate_and_check(&fixed, Some(&view)) == "accepted" {
+            return "accepted_after_crc_fix";
+        }
+    }
+    outcome
+}
+
+/// Validates `data` for a topic with Kafka's defaults and checks what it accepts.
+fn validate_and_check(data: &[u8], single: Option<&BatchView<'_>>) -> Outcome {
     let cfg = ValidationConfig::default();
     match validate_client_batch(data, &cfg, NOW_MS) {
         Err(e) => {
@@ -67,7 +89,7 @@ pub fn check_record_batch(data: &[u8]) -> Outcome {
             "rejected_by_validation"
         }
         Ok(v) => {
-            let Ok(input) = single else {
+            let Some(input) = single else {
                 panic!("validation accepted bytes that BatchView::new refuses");
             };
             let out = BatchView::new(&v.bytes).expect("validated output is one whole batch");
@@ -79,7 +101,7 @@ pub fn check_record_batch(data: &[u8]) -> Outcome {
             let original = owned_records(&input).expect("validated input's records parse");
             let stored = owned_records(&out).expect("validated output's records parse");
             assert_eq!(original, stored, "validation changed the records");
-            check_recompression(data, &input, &original);
+            check_recompression(data, input, &original);
             "accepted"
         }
     }

@@ -473,6 +473,20 @@ pub fn segment_seeds(scratch: &std::path::Path) -> Vec<Seed> {
         if second < flipped.len() {
             flipped[second] ^= 0x5a;
         }
+        // The second batch's base offset moved back onto the first batch's offsets, CRCs
+        // recomputed by the harness: recovery must cut at the non-increasing offset.
+        let mut rewound = log.clone();
+        let at = mixed[0].len();
+        rewound[at..at + 8].copy_from_slice(&0i64.to_be_bytes());
+        seeds.push((
+            format!("mixed-{tag}-rewound-offset-fixed-crc"),
+            encode_input(&SegmentInput {
+                dense_index: dense,
+                fix_crcs: true,
+                log0: rewound,
+                ..Default::default()
+            }),
+        ));
         seeds.push((
             format!("mixed-{tag}-bad-crc"),
             encode_input(&SegmentInput {
@@ -492,6 +506,7 @@ pub fn segment_seeds(scratch: &std::path::Path) -> Vec<Seed> {
                 indexes: Some((idx.clone(), tidx.clone())),
                 log0: log0.clone(),
                 second: Some((u32::try_from(*base1).unwrap_or(1), log1.clone())),
+                fix_crcs: false,
             }),
         ));
     }

@@ -7,6 +7,8 @@
 //!   bit 0: segment 0 has .index/.timeindex files: u16 index_len, u16 timeindex_len follow
 //!   bit 1: a second segment exists: u32 log0_len, u32 base1 follow (base1 = max(1, base1))
 //!   bit 2: index.interval.bytes = 1 (every batch indexed) instead of 4096
+//!   bit 3: recompute the CRC of every whole batch in the .log bytes before writing them, so
+//!          mutated headers get past the CRC check and recovery/reads see them
 //! then: [index bytes][timeindex bytes][segment 0 .log bytes][segment 1 .log bytes]
 //! ```
 //! Without bit 1 everything after the index bytes is `00000000000000000000.log`. Lengths are
@@ -21,7 +23,7 @@
 
 use std::path::{Path, PathBuf};
 
-use skiff_record::{BatchView, batches};
+use skiff_record::{BatchView, batches, peek_batch_size, recompute_crc};
 use skiff_storage::{LoadReport, Log, LogConfig, LogOpenOptions};
 use skiff_types::TopicPartition;
 
@@ -31,6 +33,7 @@ use crate::Outcome;
 pub const FLAG_INDEX_FILES: u8 = 1;
 pub const FLAG_SECOND_SEGMENT: u8 = 2;
 pub const FLAG_DENSE_INDEX: u8 = 4;
+pub const FLAG_FIX_CRCS: u8 = 8;
 
 /// A fixed "now" so runs are reproducible.
 pub const NOW_MS: i64 = 1_700_000_000_000;
@@ -39,6 +42,8 @@ pub const NOW_MS: i64 = 1_700_000_000_000;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SegmentInput {
     pub dense_index: bool,
+    /// Recompute every batch CRC of the `.log` bytes before writing them.
+    pub fix_crcs: bool,
     /// `.index` and `.timeindex` of segment 0, if any.
     pub indexes: Option<(Vec<u8>, Vec<u8>)>,
     pub log0: Vec<u8>,
@@ -84,6 +89,7 @@ pub fn decode_input(data: &[u8]) -> SegmentInput {
     };
     SegmentInput {
         dense_index: flags & FLAG_DENSE_INDEX != 0,
+        fix_crcs: flags & FLAG_FIX_CRCS != 0,
         indexes,
         log0,
         second,
@@ -101,6 +107,9 @@ pub fn encode_input(input: &SegmentInput) -> Vec<u8> {
     }
     if input.dense_index {
         flags |= FLAG_DENSE_INDEX;
+    }
+    if input.fix_crcs {
+        flags |= FLAG_FIX_CRCS;
     }
     let mut out = vec![flags];
     if let Some((idx, tidx)) = &input.indexes {
@@ -153,16 +162,36 @@ pub fn write_partition_dir(root: &Path, input: &SegmentInput) -> PathBuf {
     let dir = root.join("t-0");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
-    std::fs::write(dir.join(segment_name(0, ".log")), &input.log0).expect("write .log");
+    let log_bytes = |bytes: &[u8]| {
+        let mut bytes = bytes.to_vec();
+        if input.fix_crcs {
+            fix_crcs(&mut bytes);
+        }
+        bytes
+    };
+    std::fs::write(dir.join(segment_name(0, ".log")), log_bytes(&input.log0)).expect("write .log");
     if let Some((idx, tidx)) = &input.indexes {
         std::fs::write(dir.join(segment_name(0, ".index")), idx).expect("write .index");
         std::fs::write(dir.join(segment_name(0, ".timeindex")), tidx).expect("write .timeindex");
     }
     if let Some((base1, log1)) = &input.second {
-        std::fs::write(dir.join(segment_name(u64::from(*base1), ".log")), log1)
+        std::fs::write(dir.join(segment_name(u64::from(*base1), ".log")), log_bytes(log1))
             .expect("write second .log");
     }
     dir
+}
+
+/// Recomputes the CRC of every whole batch from the start of `log` (stops at the first
+/// impossible or torn length).
+pub fn fix_crcs(log: &mut [u8]) {
+    let mut pos = 0usize;
+    while let Ok(Some(size)) = peek_batch_size(&log[pos..]) {
+        let Some(end) = pos.checked_add(size).filter(|&e| e <= log.len()) else {
+            break;
+        };
+        recompute_crc(&mut log[pos..end]);
+        pos = end;
+    }
 }
 
 fn open(dir: &Path, dense_index: bool) -> skiff_storage::error::Result<(Log, LoadReport)> {
