@@ -24,9 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
-use skiff_config::{
-    AlterTarget, BrokerConfig, ConfigError, DynamicConfigs, validate_alter,
-};
+use skiff_config::{AlterTarget, BrokerConfig, ConfigError, DynamicConfigs, validate_alter};
 use skiff_metadata::MetadataImage;
 use skiff_storage::LogConfig;
 
