@@ -1,5 +1,6 @@
 //! `max.message.bytes` (topic) and `message.max.bytes` (broker default): a batch of exactly
-//! the limit is accepted, one byte over is rejected with MESSAGE_TOO_LARGE (10) and not stored.
+//! the limit is accepted, one byte over is rejected with MESSAGE_TOO_LARGE (10) and not stored;
+//! consumers whose fetch limits are smaller than a batch still get it (KIP-74).
 //!
 //! Size arithmetic for an uncompressed v2 batch holding one record with a null key, no headers
 //! and a V-byte value (V in 8192..1048575, so its zigzag varint takes 3 bytes): 61 bytes of
@@ -13,7 +14,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use serde_json::json;
 use skiff_compat::{Broker, Python, python, read_batches};
 
-use crate::common::{Out, create_topic, rd_produce, rd_read, rec};
+use crate::common::{Out, create_topic, rd_produce, rd_read, rd_read_with, rec};
 
 const OVERHEAD: usize = 72;
 
@@ -126,6 +127,38 @@ fn max_message_bytes_accepts_the_limit_and_rejects_one_byte_more() {
     let mut want = vec![limit - OVERHEAD - 1000];
     want.resize(next as usize, limit - OVERHEAD);
     assert_eq!(lens, want);
+
+    // A batch bigger than the consumer's fetch limits still comes back whole when it is the
+    // first one of the fetch (KIP-74), or consumers could never pass it.
+    let got = rd_read_with(
+        &b.bootstrap(),
+        "limited",
+        0,
+        Offset::Beginning,
+        &[("max.partition.fetch.bytes", "1000")],
+    );
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "librdkafka with max.partition.fetch.bytes=1000"
+    );
+    let r = python(
+        Python::PyPi,
+        "kp.py",
+        "consume",
+        &json!({"bootstrap": b.bootstrap(), "topic": "limited", "assign": [[0, 0]], "values": false,
+                "config": {"max_partition_fetch_bytes": 1000, "fetch_max_bytes": 1000}}),
+    );
+    let lens: Vec<usize> = r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["value_len"].as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(
+        lens, want,
+        "kafka-python with fetch limits of 1000 bytes: {r}"
+    );
 
     // Auto-created topics take the broker's message.max.bytes (30000 here).
     let results = rd_sizes(
