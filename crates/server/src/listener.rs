@@ -5,13 +5,15 @@
 //! backlog absorbs the rest). `max.connections.per.ip` is counted per peer address: a connection
 //! beyond it is accepted and closed at once. Each connection runs in its own task and holds a
 //! [`ConnectionGuard`] that gives its slots back when it ends, and a clone of the drain sender
-//! so shutdown can wait for every connection to finish.
+//! so shutdown can wait for every connection to finish. Both limits follow dynamic broker
+//! configs at runtime ([`ConnectionLimits::set_total_max`], [`ConnectionLimits::set_per_ip_max`]).
 //!
 //! Thread-safety: the per-IP table is a mutex-protected map touched only at accept and close.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
@@ -26,23 +28,53 @@ use crate::handlers::ListenerInfo;
 #[derive(Debug)]
 pub struct ConnectionLimits {
     total: Arc<Semaphore>,
+    /// The `max.connections` the semaphore's permits stand for (changed by dynamic configs).
+    total_max: AtomicUsize,
     per_ip: Mutex<HashMap<IpAddr, usize>>,
-    per_ip_max: usize,
+    per_ip_max: AtomicUsize,
 }
 
 impl ConnectionLimits {
     pub fn new(total_max: usize, per_ip_max: usize) -> Arc<Self> {
+        let total_max = total_max.clamp(1, Semaphore::MAX_PERMITS);
         Arc::new(Self {
-            total: Arc::new(Semaphore::new(total_max.clamp(1, Semaphore::MAX_PERMITS))),
+            total: Arc::new(Semaphore::new(total_max)),
+            total_max: AtomicUsize::new(total_max),
             per_ip: Mutex::new(HashMap::new()),
-            per_ip_max: per_ip_max.max(1),
+            per_ip_max: AtomicUsize::new(per_ip_max.max(1)),
         })
+    }
+
+    /// Changes `max.connections` at runtime (dynamic config): a higher limit admits waiting
+    /// connections at once; a lower one takes effect as open connections end (none is closed;
+    /// each accept loop already holds the slot of its next connection, so up to one more
+    /// connection per listener is still admitted). Call from within the tokio runtime.
+    pub fn set_total_max(&self, max: usize) {
+        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        let old = self.total_max.swap(max, Ordering::AcqRel);
+        if max > old {
+            self.total.add_permits(max - old);
+        } else if old > max {
+            let excess = u32::try_from(old - max).unwrap_or(u32::MAX);
+            let total = Arc::clone(&self.total);
+            tokio::spawn(async move {
+                // Withdraw the excess permits as connections give theirs back.
+                if let Ok(p) = total.acquire_many_owned(excess).await {
+                    p.forget();
+                }
+            });
+        }
+    }
+
+    /// Changes `max.connections.per.ip` at runtime; applies to the next accepted connection.
+    pub fn set_per_ip_max(&self, max: usize) {
+        self.per_ip_max.store(max.max(1), Ordering::Release);
     }
 
     fn try_ip(self: &Arc<Self>, ip: IpAddr) -> Option<IpSlot> {
         let mut m = self.per_ip.lock();
         let n = m.entry(ip).or_insert(0);
-        if *n >= self.per_ip_max {
+        if *n >= self.per_ip_max.load(Ordering::Acquire) {
             return None;
         }
         *n += 1;

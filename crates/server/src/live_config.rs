@@ -11,7 +11,10 @@
 //! snapshot's broker defaults overlaid with the topic's overrides.
 //!
 //! Ownership and threads: the binary creates it and hands it to the server as its
-//! `TopicConfigs`; handlers reach it through `TopicConfigs::live`. Readers never block writers
+//! `TopicConfigs`; handlers reach it through `TopicConfigs::live`. Parts of the server that
+//! read a broker key outside the topic configs follow changes with [`LiveConfig::follow`]
+//! (the connection limits: [`follow_connection_limits`]); everything else reads the current
+//! snapshot when it needs a value. Readers never block writers
 //! for long (an `RwLock` around an `Arc`). Writers additionally take [`LiveConfig::alter_lock`]
 //! for their whole read-validate-persist-install sequence, so two concurrent alters of the same
 //! layer or topic cannot lose each other's keys.
@@ -28,16 +31,29 @@ use skiff_config::{AlterTarget, BrokerConfig, ConfigError, DynamicConfigs, valid
 use skiff_metadata::MetadataImage;
 use skiff_storage::LogConfig;
 
+use crate::listener::ConnectionLimits;
 use crate::settings::{TopicConfigEntry, TopicConfigs};
 
 /// The metadata resource name of the cluster-wide default broker layer.
 pub const CLUSTER_DEFAULT_RESOURCE: &str = "";
 
+/// Called with (previous, new) configuration after every install.
+type Follower = Box<dyn Fn(&BrokerConfig, &BrokerConfig) + Send + Sync>;
+
 /// The broker configuration with its dynamic layers, changeable at runtime.
-#[derive(Debug)]
 pub struct LiveConfig {
     current: RwLock<Arc<BrokerConfig>>,
     alter: Mutex<()>,
+    followers: Mutex<Vec<Follower>>,
+}
+
+impl std::fmt::Debug for LiveConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveConfig")
+            .field("dynamic", self.current().dynamic())
+            .field("followers", &self.followers.lock().len())
+            .finish()
+    }
 }
 
 impl LiveConfig {
@@ -45,6 +61,7 @@ impl LiveConfig {
         Self {
             current: RwLock::new(Arc::new(config)),
             alter: Mutex::new(()),
+            followers: Mutex::new(Vec::new()),
         }
     }
 
@@ -63,9 +80,19 @@ impl LiveConfig {
         self.current().with_dynamic(dynamic)
     }
 
-    /// Installs a configuration built by [`LiveConfig::with_dynamic`].
+    /// Installs a configuration built by [`LiveConfig::with_dynamic`], then tells every
+    /// follower (previous, new).
     pub fn install(&self, config: BrokerConfig) {
-        *self.current.write() = Arc::new(config);
+        let new = Arc::new(config);
+        let old = std::mem::replace(&mut *self.current.write(), Arc::clone(&new));
+        for f in self.followers.lock().iter() {
+            f(&old, &new);
+        }
+    }
+
+    /// Registers `f` to run after every configuration change, with (previous, new).
+    pub fn follow(&self, f: impl Fn(&BrokerConfig, &BrokerConfig) + Send + Sync + 'static) {
+        self.followers.lock().push(Box::new(f));
     }
 
     /// Loads the dynamic layers persisted in the metadata image (at start, before the logs
@@ -110,6 +137,39 @@ impl LiveConfig {
         }
     }
 }
+
+/// Makes `max.connections` and `max.connections.per.ip` follow the dynamic layers: values
+/// persisted there apply now (the static ones were applied when `limits` was built), and every
+/// later change of either key applies as it is installed.
+pub fn follow_connection_limits(live: &LiveConfig, limits: &Arc<ConnectionLimits>) {
+    let apply = |old: Option<&BrokerConfig>, new: &BrokerConfig, limits: &ConnectionLimits| {
+        let changed = |key: &str| match old {
+            Some(old) => old.value(key) != new.value(key),
+            None => {
+                new.dynamic().cluster_default.contains_key(key)
+                    || new.dynamic().per_broker.contains_key(key)
+            }
+        };
+        let count = |v: i32| usize::try_from(v).unwrap_or(1);
+        if changed(MAX_CONNECTIONS) {
+            tracing::info!(value = new.max_connections(), "max.connections changed");
+            limits.set_total_max(count(new.max_connections()));
+        }
+        if changed(MAX_CONNECTIONS_PER_IP) {
+            tracing::info!(
+                value = new.max_connections_per_ip(),
+                "max.connections.per.ip changed"
+            );
+            limits.set_per_ip_max(count(new.max_connections_per_ip()));
+        }
+    };
+    apply(None, &live.current(), limits);
+    let limits = Arc::clone(limits);
+    live.follow(move |old, new| apply(Some(old), new, &limits));
+}
+
+const MAX_CONNECTIONS: &str = "max.connections";
+const MAX_CONNECTIONS_PER_IP: &str = "max.connections.per.ip";
 
 impl TopicConfigs for LiveConfig {
     fn log_config(&self, overrides: &BTreeMap<String, String>) -> Result<LogConfig, String> {

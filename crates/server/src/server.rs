@@ -87,6 +87,9 @@ impl Server {
             broker.settings.connections_max,
             broker.settings.connections_per_ip_max,
         );
+        if let Some(live) = broker.topic_configs.live() {
+            crate::live_config::follow_connection_limits(live, &limits);
+        }
         let (drain_tx, drain_rx) = mpsc::channel::<()>(1);
         let mut listeners = Vec::new();
         let mut accept_tasks = Vec::new();
