@@ -104,7 +104,15 @@ impl Broker {
             }
         }
         let image = metadata.image();
-        for (tp, _) in logs.all() {
+        for (tp, log) in logs.all() {
+            // This node leads every partition and is its only in-sync replica: its high
+            // watermark is its log end from the start (Kafka's makeLeader), not the last
+            // checkpoint, which an unclean shutdown leaves behind.
+            {
+                let mut l = log.lock();
+                let leo = l.log_end_offset();
+                l.set_high_watermark(leo);
+            }
             if image
                 .topic(&tp.topic)
                 .is_none_or(|t| tp.partition >= t.partitions)

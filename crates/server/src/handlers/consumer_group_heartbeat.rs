@@ -1,13 +1,19 @@
 //! ConsumerGroupHeartbeat (68), v0-1 (KIP-848; v1 is final in Kafka 4.0 and librdkafka
 //! requires it): handed to the group's coordinator shard, whose topic view is refreshed from
-//! metadata first (server-side assignment needs topic ids and partition counts).
+//! metadata first (server-side assignment needs topic ids and partition counts). An empty
+//! `SubscribedTopicRegex` means "no regex" (librdkafka always sends one).
 
 use skiff_protocol::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ResponseBody};
 
 use super::{Reply, RequestContext};
 use crate::coordinator::{Caller, reply};
 
-pub fn handle(ctx: &RequestContext<'_>, req: ConsumerGroupHeartbeatRequest) -> Reply {
+pub fn handle(ctx: &RequestContext<'_>, mut req: ConsumerGroupHeartbeatRequest) -> Reply {
+    // librdkafka sends an empty regex for "no regex"; Kafka treats "" as no regex too, while
+    // the shard (which supports no regex at all) refuses any. Nothing else differs for it.
+    if req.subscribed_topic_regex.as_deref() == Some("") {
+        req.subscribed_topic_regex = None;
+    }
     let answer = ctx
         .broker
         .groups

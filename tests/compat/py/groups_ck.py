@@ -1,0 +1,263 @@
+"""confluent-kafka (librdkafka) consumer-group commands, for PyPI's 2.x and Debian's 1.7.0
+(librdkafka 2.0.2) alike; `group.protocol=consumer` (KIP-848) needs PyPI's.
+
+Commands (ONE JSON line out, see _common.py):
+- members: the three-member scenario of groups_common.members_scenario;
+- create_topic: creates p.topic with p.partitions partitions;
+- produce: p.count records "0".."count-1", record i to partition i % partitions;
+- consume: one member consumes and commits until p.count records (consume_until);
+- static: a static member restarts within its session timeout next to a watcher member,
+  whose rebalance events are reported (there must be none);
+- admin: ListGroups / DescribeGroups / committed offsets / lag / DeleteGroups via AdminClient
+  while a member of another group consumes;
+- committed: the group's committed offsets.
+
+Usage: groups_ck.py COMMAND JSON.
+"""
+
+import threading
+import time
+
+import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from _common import main, progress
+import groups_common
+
+KIP848_FORBIDDEN = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+
+
+class Adapter:
+    def produce(self, p, values):
+        prod = ck.Producer({"bootstrap.servers": p["bootstrap"], "linger.ms": 5})
+        for i, v in enumerate(values):
+            prod.produce(p["topic"], v.encode(), partition=i % p["partitions"])
+        left = prod.flush(30)
+        if left:
+            raise RuntimeError("%d records not delivered" % left)
+
+    def conf(self, p, extra=None):
+        conf = {
+            "bootstrap.servers": p["bootstrap"],
+            "group.id": p["group"],
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+        conf.update(p.get("config", {}))
+        conf.update(extra or {})
+        if conf.get("group.protocol") == "consumer":
+            for k in KIP848_FORBIDDEN:
+                conf.pop(k, None)
+        return conf
+
+    def new_member(self, p, name):
+        c = ck.Consumer(self.conf(p, {"client.id": name}))
+        c.subscribe([p["topic"]])
+        return (c, p["topic"])
+
+    def poll(self, h):
+        m = h[0].poll(0.1)
+        if m is None:
+            return []
+        if m.error():
+            if m.error().code() != ck.KafkaError._PARTITION_EOF:
+                progress({"poll_error": str(m.error())})
+            return []
+        return [(m.partition(), m.offset(), m.value().decode())]
+
+    def commit(self, h, partition, next_offset):
+        """Commits exactly the processed record's next offset (not the consumer's position)."""
+        c, topic = h
+        c.commit(offsets=[ck.TopicPartition(topic, partition, next_offset)], asynchronous=False)
+
+    def assignment(self, h):
+        return [tp.partition for tp in h[0].assignment()]
+
+    def close(self, h):
+        h[0].close()
+
+    def committed(self, p):
+        c = ck.Consumer(self.conf(p))
+        tps = [ck.TopicPartition(p["topic"], i) for i in range(p["partitions"])]
+        got = c.committed(tps, timeout=15)
+        c.close()
+        return {tp.partition: tp.offset for tp in got}
+
+    def end_offsets(self, p):
+        c = ck.Consumer({"bootstrap.servers": p["bootstrap"], "group.id": "skiff-compat-unused"})
+        out = {}
+        for i in range(p["partitions"]):
+            out[i] = c.get_watermark_offsets(ck.TopicPartition(p["topic"], i), timeout=15)[1]
+        c.close()
+        return out
+
+
+ADAPTER = Adapter()
+
+
+def members(p):
+    return groups_common.members_scenario(ADAPTER, p)
+
+
+def create_topic(p):
+    a = AdminClient({"bootstrap.servers": p["bootstrap"]})
+    for f in a.create_topics([NewTopic(p["topic"], p["partitions"], 1)]).values():
+        f.result()
+    return {"created": p["topic"]}
+
+
+def produce(p):
+    ADAPTER.produce(p, [str(i) for i in range(p["count"])])
+    return {"produced": p["count"]}
+
+
+def consume(p):
+    return groups_common.consume_until(ADAPTER, p)
+
+
+def committed(p):
+    return {"committed": {str(k): v for k, v in ADAPTER.committed(p).items()}}
+
+
+def static(p):
+    """Static membership (KIP-345): a dynamic watcher W and a static member S (group.instance.id)
+    share the topic; S stops (close() sends no LeaveGroup for a static member) and a new
+    consumer with the same instance id starts at once, well within the session timeout. Returns
+    W's rebalance events before and after the restart and S's partitions before and after."""
+    events = []
+    stop = threading.Event()
+
+    def on_assign(c, parts):
+        events.append(["assign", sorted(tp.partition for tp in parts), time.time()])
+
+    def on_revoke(c, parts):
+        events.append(["revoke", sorted(tp.partition for tp in parts), time.time()])
+
+    w = ck.Consumer(ADAPTER.conf(p, {"client.id": "watcher"}))
+    w.subscribe([p["topic"]], on_assign=on_assign, on_revoke=on_revoke)
+    w_parts = []
+
+    def watch():
+        while not stop.is_set():
+            w.poll(0.1)
+            w_parts[:] = sorted(tp.partition for tp in w.assignment())
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    conf = ADAPTER.conf(p, {"group.instance.id": p["instance"], "client.id": p["instance"]})
+
+    def run_static():
+        c = ck.Consumer(conf)
+        c.subscribe([p["topic"]])
+        deadline = time.time() + groups_common.WAIT_S
+        while time.time() < deadline:
+            c.poll(0.1)
+            mine = sorted(tp.partition for tp in c.assignment())
+            if mine and sorted(mine + w_parts) == list(range(p["partitions"])):
+                return c, mine
+        return c, []
+
+    s1, before = run_static()
+    # Let the watcher see the settled group for a few heartbeats.
+    time.sleep(1.0)
+    events_before = [e[:2] for e in events]
+    s1.close()
+    restarted = time.time()
+    s2, after = run_static()
+    rejoin_ms = int((time.time() - restarted) * 1000)
+    # A rebalance would reach the watcher within a heartbeat interval or two.
+    time.sleep(2.0)
+    events_after = [e[:2] for e in events]
+    s2.close()
+    stop.set()
+    t.join(10)
+    w.close()
+    return {
+        "static_before": before,
+        "static_after": after,
+        "watcher_events_before": events_before,
+        "watcher_events_after": events_after,
+        "rejoin_ms": rejoin_ms,
+    }
+
+
+def admin(p):
+    """Admin views of the groups through AdminClient while a member of p.busy consumes:
+    ListGroups, DescribeGroups (p.describe), the committed offsets of p.lag_group and its lag
+    (end offsets - committed), then DeleteGroups (p.delete) and ListGroups again."""
+    busy_conf = ADAPTER.conf(dict(p, group=p["busy"]), {"client.id": "busy-member"})
+    busy = ck.Consumer(busy_conf)
+    busy.subscribe([p["topic"]])
+    deadline = time.time() + groups_common.WAIT_S
+    while len(busy.assignment()) < p["partitions"] and time.time() < deadline:
+        busy.poll(0.1)
+    stop = threading.Event()
+
+    def keep_polling():
+        while not stop.is_set():
+            busy.poll(0.1)
+
+    t = threading.Thread(target=keep_polling, daemon=True)
+    t.start()
+    a = AdminClient({"bootstrap.servers": p["bootstrap"]})
+
+    def listed():
+        r = a.list_consumer_groups(request_timeout=15).result()
+        return sorted([g.group_id, str(g.state).split(".")[-1]] for g in r.valid), [
+            str(e) for e in r.errors
+        ]
+
+    out = {}
+    out["listed"], out["list_errors"] = listed()
+    out["described"] = {}
+    for gid, f in a.describe_consumer_groups(p["describe"], request_timeout=15).items():
+        try:
+            d = f.result()
+            out["described"][gid] = {
+                "state": str(d.state).split(".")[-1],
+                "members": sorted(
+                    [m.client_id, m.host, sorted(tp.partition for tp in m.assignment.topic_partitions)]
+                    for m in d.members
+                ),
+                "partition_assignor": d.partition_assignor,
+            }
+        except Exception as e:
+            out["described"][gid] = {"error": str(e)}
+    offsets = a.list_consumer_group_offsets(
+        [ck.ConsumerGroupTopicPartitions(p["lag_group"])], request_timeout=15
+    )
+    committed = {}
+    for _, f in offsets.items():
+        for tp in f.result().topic_partitions:
+            committed[tp.partition] = tp.offset
+    ends = ADAPTER.end_offsets(p)
+    out["committed"] = {str(k): v for k, v in sorted(committed.items())}
+    out["lag"] = {str(k): ends[k] - committed.get(k, 0) for k in sorted(ends)}
+    out["deleted"] = {}
+    for gid, f in a.delete_consumer_groups(p["delete"], request_timeout=15).items():
+        try:
+            f.result()
+            out["deleted"][gid] = None
+        except ck.KafkaException as e:
+            out["deleted"][gid] = e.args[0].name()
+    out["listed_after"], _ = listed()
+    stop.set()
+    t.join(10)
+    busy.close()
+    return out
+
+
+if __name__ == "__main__":
+    main(
+        {
+            "members": members,
+            "create_topic": create_topic,
+            "produce": produce,
+            "consume": consume,
+            "committed": committed,
+            "static": static,
+            "admin": admin,
+        }
+    )

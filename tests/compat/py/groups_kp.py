@@ -1,0 +1,151 @@
+"""kafka-python (PyPI) consumer-group commands (ONE JSON line out, see _common.py):
+- members: the three-member scenario of groups_common.members_scenario;
+- consume: one member consumes and commits until p.count records (consume_until);
+- zombie: a member commits as a generation that a rebalance has since replaced (see zombie());
+
+Usage: groups_kp.py COMMAND JSON.
+"""
+
+import time
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from _common import main, progress
+import groups_common
+
+
+def offset_and_metadata(offset, metadata=""):
+    try:
+        return OffsetAndMetadata(offset, metadata, -1)
+    except TypeError:  # kafka-python < 2.1 has no leader epoch
+        return OffsetAndMetadata(offset, metadata)
+
+
+class Adapter:
+    def produce(self, p, values):
+        prod = KafkaProducer(bootstrap_servers=p["bootstrap"], linger_ms=5)
+        futures = [
+            prod.send(p["topic"], v.encode(), partition=i % p["partitions"])
+            for i, v in enumerate(values)
+        ]
+        prod.flush(timeout=30)
+        for f in futures:
+            f.get(timeout=30)
+        prod.close(timeout=10)
+
+    def conf(self, p, extra=None):
+        conf = {
+            "bootstrap_servers": p["bootstrap"],
+            "group_id": p["group"],
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 500,
+        }
+        conf.update(p.get("config", {}))
+        conf.update(extra or {})
+        return conf
+
+    def new_member(self, p, name):
+        c = KafkaConsumer(**self.conf(p, {"client_id": name}))
+        c.subscribe([p["topic"]])
+        return (c, p["topic"])
+
+    def poll(self, h):
+        batches = h[0].poll(timeout_ms=100)
+        out = []
+        for tp, records in batches.items():
+            for r in records:
+                out.append((tp.partition, r.offset, r.value.decode()))
+        return out
+
+    def commit(self, h, partition, next_offset):
+        c, topic = h
+        c.commit({TopicPartition(topic, partition): offset_and_metadata(next_offset)})
+
+    def assignment(self, h):
+        return [tp.partition for tp in h[0].assignment()]
+
+    def close(self, h):
+        h[0].close()
+
+    def committed(self, p):
+        c = KafkaConsumer(**self.conf(p))
+        out = {}
+        for i in range(p["partitions"]):
+            v = c.committed(TopicPartition(p["topic"], i))
+            out[i] = -1 if v is None else v
+        c.close()
+        return out
+
+    def end_offsets(self, p):
+        c = KafkaConsumer(bootstrap_servers=p["bootstrap"])
+        tps = [TopicPartition(p["topic"], i) for i in range(p["partitions"])]
+        ends = c.end_offsets(tps)
+        c.close()
+        return {tp.partition: off for tp, off in ends.items()}
+
+
+ADAPTER = Adapter()
+
+
+def members(p):
+    return groups_common.members_scenario(ADAPTER, p)
+
+
+def consume(p):
+    return groups_common.consume_until(ADAPTER, p)
+
+
+def zombie(p):
+    """A zombie from an old generation: member A consumes and commits in generation N; member B
+    joins, so both move to generation N+1; A then commits as generation N (kafka-python would
+    refuse locally, so its coordinator is told the old generation is still current and the
+    broker judges). Returns the error, both generations and the committed offsets after."""
+    topic = p["topic"]
+    a = KafkaConsumer(**ADAPTER.conf(p, {"client_id": "zombie"}))
+    a.subscribe([topic])
+    deadline = time.time() + groups_common.WAIT_S
+    while not a.assignment() and time.time() < deadline:
+        a.poll(timeout_ms=100)
+    old = a._coordinator.generation_if_stable()
+    a_before = sorted(tp.partition for tp in a.assignment())
+    a.commit({TopicPartition(topic, pp): offset_and_metadata(1, "alive") for pp in a_before})
+    b = KafkaConsumer(**ADAPTER.conf(p, {"client_id": "successor"}))
+    b.subscribe([topic])
+    deadline = time.time() + groups_common.WAIT_S
+    while time.time() < deadline:
+        a.poll(timeout_ms=50)
+        b.poll(timeout_ms=50)
+        shares = [len(a.assignment()), len(b.assignment())]
+        if all(shares) and sum(shares) == p["partitions"]:
+            break
+    new_gen = a._coordinator.generation_if_stable()
+    a_after = sorted(tp.partition for tp in a.assignment())
+    b_after = sorted(tp.partition for tp in b.assignment())
+    error = None
+    live = a._coordinator.generation_if_stable
+    try:
+        a._coordinator.generation_if_stable = lambda: old
+        a.commit({TopicPartition(topic, pp): offset_and_metadata(999, "zombie") for pp in a_before})
+    except Exception as e:
+        error = type(e).__name__ + ": " + str(e)
+    finally:
+        a._coordinator.generation_if_stable = live
+    committed = {str(pp): b.committed(TopicPartition(topic, pp)) for pp in range(p["partitions"])}
+    b.close()
+    a.close()
+    return {
+        "old_generation": old.generation_id if old else None,
+        "new_generation": new_gen.generation_id if new_gen else None,
+        "same_member": bool(old and new_gen and old.member_id == new_gen.member_id),
+        "zombie_before": a_before,
+        "shares_after": [a_after, b_after],
+        "zombie_commit_error": error,
+        "committed": committed,
+    }
+
+
+if __name__ == "__main__":
+    main({"members": members, "consume": consume, "zombie": zombie})

@@ -1,0 +1,69 @@
+//! Consumer groups with stock clients (issue 6): subscribe-mode consumers of confluent-kafka
+//! (PyPI 2.x and Debian's 1.7.0 on librdkafka 2.0.2), kafka-python and kcat's balanced consumer
+//! against the `skiff` binary, classic protocol and KIP-848 (`group.protocol=consumer`).
+//!
+//! The client side lives in `tests/compat/py/groups_*.py` (one JSON result line per command,
+//! see the harness); these tests judge the results. Modules by subject:
+//! - `members`: three members share a 6-partition topic, one leaves, one joins; every partition
+//!   has exactly one owner, nothing produced is missed, commits reach the end offsets;
+//! - `restart`: commit, restart the broker (SIGTERM, SIGKILL), resume from the commits;
+//! - `fencing`: static membership restarts without a rebalance; a zombie of an old generation
+//!   cannot commit;
+//! - `admin`: list / describe / delete groups and lag through AdminClient;
+//! - `kcat`: `kcat -G` (librdkafka 2.0.2) consumes, commits and resumes.
+//!
+//! Session timeouts are short (6 s, heartbeats every 500 ms) so rebalances are quick; every
+//! test finishes well under 60 s. nextest runs this package one test at a time.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod admin;
+mod fencing;
+mod kcat;
+mod members;
+mod restart;
+
+use serde_json::{Value, json};
+use skiff_compat::{Broker, Python, python};
+
+/// The session timeout the scripts' classic consumers use.
+pub const SESSION_MS: i64 = 6000;
+
+/// A broker whose group settings allow short sessions and quick KIP-848 heartbeats.
+pub fn group_broker() -> Broker {
+    Broker::start_with(&[
+        ("group.min.session.timeout.ms", "1000"),
+        ("group.consumer.session.timeout.ms", "6000"),
+        ("group.consumer.heartbeat.interval.ms", "500"),
+    ])
+}
+
+/// Runs a `groups_ck.py` command.
+pub fn ck(py: Python, command: &str, params: &Value) -> Value {
+    python(py, "groups_ck.py", command, params)
+}
+
+/// Runs a `groups_kp.py` command.
+pub fn kp(command: &str, params: &Value) -> Value {
+    python(Python::PyPi, "groups_kp.py", command, params)
+}
+
+/// Creates `topic` with `partitions` partitions (confluent-kafka's AdminClient).
+pub fn create_topic(b: &Broker, topic: &str, partitions: i32) {
+    let r = ck(
+        Python::PyPi,
+        "create_topic",
+        &json!({"bootstrap": b.bootstrap(), "topic": topic, "partitions": partitions}),
+    );
+    assert_eq!(r["created"], json!(topic));
+}
+
+/// `{"0": n, ...}` as a vector indexed by partition.
+pub fn by_partition(v: &Value, partitions: i32) -> Vec<i64> {
+    (0..partitions)
+        .map(|p| {
+            v[p.to_string()]
+                .as_i64()
+                .unwrap_or_else(|| panic!("no partition {p} in {v}"))
+        })
+        .collect()
+}

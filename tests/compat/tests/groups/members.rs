@@ -1,0 +1,158 @@
+//! Three members in one group over a 6-partition topic, per client: they share the partitions
+//! (each owned by exactly one member), one member leaves (close -> LeaveGroup) and the other
+//! two take its partitions within the session timeout, a new member joins and gets a share.
+//! Records are produced before each phase; every one is consumed at least once and, since
+//! each member commits after processing, the final commits equal the end offsets and the
+//! consumed offsets of every partition have no gap.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use skiff_compat::Python;
+
+use crate::{SESSION_MS, by_partition, ck, create_topic, group_broker, kp};
+
+const PARTITIONS: i32 = 6;
+const PER_PHASE: i64 = 60;
+
+/// The shares of one snapshot: member -> partitions. Panics unless every partition is owned
+/// by exactly one member and each member owns at least one.
+fn shares(result: &Value, phase: &str) -> BTreeMap<String, Vec<i64>> {
+    let snap = &result["snapshots"][phase];
+    let Some(obj) = snap.as_object() else {
+        panic!(
+            "no {phase} snapshot (the group never settled): {}",
+            result["errors"]
+        )
+    };
+    let shares: BTreeMap<String, Vec<i64>> = obj
+        .iter()
+        .map(|(m, ps)| {
+            let ps = ps
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_i64().unwrap())
+                .collect();
+            (m.clone(), ps)
+        })
+        .collect();
+    let mut owned: Vec<i64> = shares.values().flatten().copied().collect();
+    owned.sort_unstable();
+    assert_eq!(
+        owned,
+        (0..i64::from(PARTITIONS)).collect::<Vec<_>>(),
+        "{phase}: not exactly one owner per partition: {shares:?}"
+    );
+    assert!(
+        shares.values().all(|s| !s.is_empty()),
+        "{phase}: a member has no share: {shares:?}"
+    );
+    shares
+}
+
+fn check(result: &Value, what: &str) {
+    assert_eq!(result["errors"], json!([]), "{what}: scenario errors");
+    let three = shares(result, "three");
+    assert_eq!(
+        three.keys().collect::<Vec<_>>(),
+        ["m0", "m1", "m2"],
+        "{what}"
+    );
+    let two = shares(result, "two");
+    assert_eq!(
+        two.keys().collect::<Vec<_>>(),
+        ["m0", "m2"],
+        "{what}: m1 left"
+    );
+    let moved = result["moved_ms"].as_i64().unwrap();
+    assert!(
+        moved < SESSION_MS,
+        "{what}: partitions moved after {moved} ms, beyond the session timeout"
+    );
+    let rejoined = shares(result, "rejoined");
+    assert_eq!(
+        rejoined.keys().collect::<Vec<_>>(),
+        ["m0", "m2", "m3"],
+        "{what}: m3 got a share"
+    );
+
+    // At least once: every produced value was consumed.
+    let consumed = result["consumed"].as_array().unwrap();
+    let seen: BTreeSet<&str> = consumed.iter().map(|c| c[3].as_str().unwrap()).collect();
+    let produced = result["produced"].as_array().unwrap();
+    assert_eq!(produced.len() as i64, 3 * PER_PHASE);
+    let missed: Vec<_> = produced
+        .iter()
+        .filter(|v| !seen.contains(v.as_str().unwrap()))
+        .collect();
+    assert!(missed.is_empty(), "{what}: never consumed: {missed:?}");
+    // None skipped: per partition the consumed offsets are 0..end with no gap, and the final
+    // commits are the end offsets.
+    let ends = by_partition(&result["end_offsets"], PARTITIONS);
+    let committed = by_partition(&result["committed"], PARTITIONS);
+    assert_eq!(committed, ends, "{what}: committed offsets vs end offsets");
+    for (p, end) in ends.iter().enumerate() {
+        let offsets: BTreeSet<i64> = consumed
+            .iter()
+            .filter(|c| c[1].as_i64() == Some(p as i64))
+            .map(|c| c[2].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            offsets,
+            (0..*end).collect::<BTreeSet<_>>(),
+            "{what}: partition {p} consumed offsets"
+        );
+    }
+    let total: i64 = ends.iter().sum();
+    eprintln!(
+        "{what}: {} consumed for {total} records ({} redelivered), {} commits fenced by rebalances, partitions moved in {moved} ms",
+        consumed.len(),
+        consumed.len() as i64 - total,
+        result["commit_failures"],
+    );
+}
+
+fn scenario(run: impl FnOnce(&Value) -> Value, what: &str, config: Value) {
+    let b = group_broker();
+    create_topic(&b, "members", PARTITIONS);
+    let params = json!({
+        "bootstrap": b.bootstrap(), "topic": "members", "group": what,
+        "partitions": PARTITIONS, "per_phase": PER_PHASE, "config": config,
+    });
+    let result = run(&params);
+    check(&result, what);
+}
+
+#[test]
+fn three_confluent_kafka_consumers_share_rebalance_and_commit() {
+    scenario(|p| ck(Python::PyPi, "members", p), "ck-pypi", json!({}));
+}
+
+#[test]
+fn three_debian_librdkafka_2_0_2_consumers_share_rebalance_and_commit() {
+    scenario(|p| ck(Python::Debian, "members", p), "ck-debian", json!({}));
+}
+
+#[test]
+fn three_cooperative_sticky_consumers_rebalance_incrementally() {
+    scenario(
+        |p| ck(Python::PyPi, "members", p),
+        "ck-cooperative",
+        json!({"partition.assignment.strategy": "cooperative-sticky"}),
+    );
+}
+
+#[test]
+fn three_kafka_python_consumers_share_rebalance_and_commit() {
+    scenario(|p| kp("members", p), "kafka-python", json!({}));
+}
+
+#[test]
+fn three_kip848_consumers_share_rebalance_and_commit() {
+    scenario(
+        |p| ck(Python::PyPi, "members", p),
+        "ck-kip848",
+        json!({"group.protocol": "consumer"}),
+    );
+}
