@@ -16,10 +16,11 @@
 //!
 //! Checks: `Log::open` (clean_shutdown = false, recovery point 0) never panics; if it opens,
 //! reading from the log start offset to the log end offset (min_one_message, no byte limit)
-//! makes progress on every call, returns only whole batches that pass `BatchView::new` and their
-//! CRC, with non-decreasing offsets, and ends exactly at the log end offset. Closing and
-//! re-opening (unclean again) must find nothing more to cut and the same offsets: recovery is
-//! idempotent. The directory lives on tmpfs (`/dev/shm`) when it exists; one per process.
+//! makes progress on every call (or finds nothing but empty segments from there on: a trailing
+//! gap, which Kafka has too), returns only whole batches that pass `BatchView::new` and their
+//! CRC, with non-decreasing offsets, and ends at the log end offset (before it only in such a
+//! gap). Closing and re-opening (unclean again) must find nothing more to cut and the same
+//! offsets: recovery is idempotent. The directory lives on tmpfs (`/dev/shm`) when it exists; one per process.
 
 use std::path::{Path, PathBuf};
 
@@ -259,7 +260,13 @@ fn read_all(log: &Log) -> usize {
             .read(offset, usize::MAX, end, true)
             .unwrap_or_else(|e| panic!("read at {offset} (log end {end}) failed: {e}"));
         let Some(slice) = r.slice else {
-            panic!("read at {offset} returned nothing below the log end {end}");
+            // Only legitimate as a trailing gap: empty segments whose base offsets lie beyond
+            // the last batch (the log end is the active segment's base). Kafka has the same.
+            assert!(
+                log.segments().all(|s| s.base_offset() <= offset || s.size() == 0),
+                "read at {offset} returned nothing although a later segment holds data"
+            );
+            break;
         };
         let bytes = slice.read_to_vec().expect("read the returned file region");
         let mut first = true;
@@ -278,7 +285,7 @@ fn read_all(log: &Log) -> usize {
         assert_eq!(pos_end, bytes.len(), "read returned a partial batch");
         assert!(!first, "read at {offset} returned bytes without a batch");
     }
-    assert_eq!(offset, end, "the last batch read does not end at the log end offset");
+    assert!(offset <= end, "a batch read ends past the log end offset {end}");
     count
 }
 

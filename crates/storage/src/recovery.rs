@@ -4,8 +4,9 @@
 //! offsets are derived. Loading (1) deletes leftovers of interrupted operations, (2) opens every
 //! segment, rebuilding any whose index is missing or fails its sanity check, (3) after an unclean
 //! shutdown re-validates every batch from the segment holding the recovery point onwards: the
-//! first batch with a bad header, a bad CRC, a torn length or a non-increasing offset ends the log
-//! there (the file is cut at that byte and all later segments are deleted); after a clean
+//! first batch with a bad header, a bad CRC, a torn length, a non-increasing offset or an offset
+//! at or past the next segment's base offset ends the log there (the file is cut at that byte
+//! and all later segments are deleted); after a clean
 //! shutdown only a last segment whose tail is structurally torn is re-validated, (4) rebuilds a
 //! lost leader-epoch checkpoint from the batch headers, (5) derives the log end offset and clamps
 //! the start offset, recovery point and high watermark.
@@ -138,10 +139,16 @@ impl Log {
             }
         }
         for base in to_recover {
+            let next_base = log.segments.range(base + 1..).next().map(|(b, _)| *b);
             let Some(seg) = log.segments.get_mut(&base) else {
                 continue;
             };
-            let truncated = recover_segment(seg, &mut log.epochs, log.config.segment_index_bytes)?;
+            let truncated = recover_segment(
+                seg,
+                next_base,
+                &mut log.epochs,
+                log.config.segment_index_bytes,
+            )?;
             report.recovered_segments += 1;
             if truncated > 0 {
                 report.truncated_bytes += truncated;
@@ -248,9 +255,12 @@ fn tempfile_placeholder(dir: &Path) -> Result<std::fs::File> {
 }
 
 /// Re-validates every batch of `seg`, rebuilding its indexes; cuts the file at the first invalid
-/// batch. Returns the number of bytes cut.
+/// batch. A batch reaching `next_base` (the next segment's base offset) is invalid too: kept, it
+/// would overlap the next segment and be served past the log end if that segment is cut.
+/// Returns the number of bytes cut.
 pub(crate) fn recover_segment(
     seg: &mut LogSegment,
+    next_base: Option<i64>,
     epochs: &mut LeaderEpochCache,
     max_index_bytes: usize,
 ) -> Result<u64> {
@@ -266,6 +276,7 @@ pub(crate) fn recover_segment(
     while let Some((h, bytes)) = reader.next_batch().at(seg.log_path())? {
         let ok = BatchView::new(bytes).is_ok_and(|v| v.verify_crc().is_ok())
             && h.base_offset >= next_expected
+            && next_base.is_none_or(|n| h.last_offset < n)
             && h.last_offset - base <= i64::from(i32::MAX);
         if !ok {
             tracing::warn!(path = %seg.log_path().display(), position = h.position, "invalid batch found during recovery");
