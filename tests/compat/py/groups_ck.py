@@ -3,6 +3,8 @@
 
 Commands (ONE JSON line out, see _common.py):
 - members: the three-member scenario of groups_common.members_scenario;
+- crash: three members, one in a child process that is SIGKILLed (crash_scenario);
+- member: one member in this process, reporting on stdout (the crash scenario's child);
 - create_topic: creates p.topic with p.partitions partitions;
 - produce: p.count records "0".."count-1", record i to partition i % partitions;
 - consume: one member consumes and commits until p.count records (consume_until);
@@ -99,6 +101,14 @@ ADAPTER = Adapter()
 
 def members(p):
     return groups_common.members_scenario(ADAPTER, p)
+
+
+def crash(p):
+    return groups_common.crash_scenario(ADAPTER, p, __file__)
+
+
+def member(p):
+    return groups_common.member_process(ADAPTER, p)
 
 
 def create_topic(p):
@@ -253,6 +263,8 @@ if __name__ == "__main__":
     main(
         {
             "members": members,
+            "crash": crash,
+            "member": member,
             "create_topic": create_topic,
             "produce": produce,
             "consume": consume,

@@ -164,3 +164,129 @@ def consume_until(adapter, p):
     assignment = sorted(adapter.assignment(h))
     adapter.close(h)
     return {"consumed": consumed, "commit_errors": errors, "assignment": assignment}
+
+
+class ChildMember:
+    """A member running in a child process (`SCRIPT member JSON`), so it can be SIGKILLed: it
+    reports its assignment and every record it consumed as JSON lines on stdout."""
+
+    def __init__(self, script, p, name, consumed, lock):
+        import json
+        import subprocess
+        import sys
+
+        self.name = name
+        self.assigned = []
+        params = dict(p, member_name=name)
+        self.proc = subprocess.Popen(
+            [sys.executable, script, "member", json.dumps(params)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+        def read():
+            for line in self.proc.stdout:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if "assigned" in msg:
+                    self.assigned = msg["assigned"]
+                elif "consumed" in msg:
+                    with lock:
+                        consumed.append([name] + msg["consumed"])
+
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
+
+    def kill(self):
+        import signal
+
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+def member_process(adapter, p):
+    """The child side of ChildMember: consumes and commits until killed (or stdin closes)."""
+    import json
+    import sys
+
+    stop = threading.Event()
+
+    def watch_stdin():
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    h = adapter.new_member(p, p["member_name"])
+    last = None
+
+    def say(obj):
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    while not stop.is_set():
+        for partition, offset, value in adapter.poll(h):
+            say({"consumed": [partition, offset, value]})
+            try:
+                adapter.commit(h, partition, offset + 1)
+            except Exception:
+                pass
+        now = sorted(adapter.assignment(h))
+        if now != last:
+            say({"assigned": now})
+            last = now
+    adapter.close(h)
+    return {"stopped": True}
+
+
+def crash_scenario(adapter, p, script):
+    """Three members, one of them a child process that is SIGKILLed (no LeaveGroup): the other
+    two must take its partitions once its session times out. Records are produced before and
+    after the crash and must all be consumed; commits must reach the end offsets."""
+    parts = p["partitions"]
+    per_phase = p["per_phase"]
+    consumed = []
+    lock = threading.Lock()
+    errors = []
+    produced = []
+
+    def produce_phase(phase):
+        values = ["%s-%d-%d" % (p["group"], phase, i) for i in range(per_phase)]
+        adapter.produce(p, values)
+        produced.extend(values)
+
+    def all_consumed():
+        with lock:
+            seen = {c[3] for c in consumed}
+        return all(v in seen for v in produced)
+
+    produce_phase(0)
+    threads = [Member(adapter, p, "m0", consumed, lock), Member(adapter, p, "m2", consumed, lock)]
+    for m in threads:
+        m.start()
+    child = ChildMember(script, p, "m1", consumed, lock)
+    three = wait_for("three members to share", lambda: balanced(threads + [child], parts), errors)
+    wait_for("phase 0 consumed", all_consumed, errors)
+    child.kill()
+    t0 = time.time()
+    two = wait_for("the survivors to take over", lambda: balanced(threads, parts), errors)
+    moved_ms = int((time.time() - t0) * 1000)
+    progress({"phase": "two", "shares": two, "moved_ms": moved_ms})
+    produce_phase(1)
+    wait_for("phase 1 consumed", all_consumed, errors)
+    for m in threads:
+        m.stop_flag.set()
+    for m in threads:
+        m.join(WAIT_S)
+    errors.extend("%s: %s" % (m.name, m.error) for m in threads if m.error)
+    return {
+        "errors": errors,
+        "snapshots": {"three": three, "two": two},
+        "moved_ms": moved_ms,
+        "produced": produced,
+        "consumed": consumed,
+        "committed": {str(k): v for k, v in adapter.committed(p).items()},
+        "end_offsets": {str(k): v for k, v in adapter.end_offsets(p).items()},
+    }

@@ -1,6 +1,7 @@
 //! Three members in one group over a 6-partition topic, per client: they share the partitions
 //! (each owned by exactly one member), one member leaves (close -> LeaveGroup) and the other
 //! two take its partitions within the session timeout, a new member joins and gets a share.
+//! A member killed with SIGKILL loses its partitions when its session expires.
 //! Records are produced before each phase; every one is consumed at least once and, since
 //! each member commits after processing, the final commits equal the end offsets and the
 //! consumed offsets of every partition have no gap.
@@ -51,6 +52,43 @@ fn shares(result: &Value, phase: &str) -> BTreeMap<String, Vec<i64>> {
     shares
 }
 
+/// At least once and nothing skipped: every produced value was consumed, per partition the
+/// consumed offsets are 0..end with no gap, and the final commits are the end offsets.
+fn check_delivery(result: &Value, what: &str, phases: i64) {
+    let consumed = result["consumed"].as_array().unwrap();
+    let seen: BTreeSet<&str> = consumed.iter().map(|c| c[3].as_str().unwrap()).collect();
+    let produced = result["produced"].as_array().unwrap();
+    assert_eq!(produced.len() as i64, phases * PER_PHASE);
+    let missed: Vec<_> = produced
+        .iter()
+        .filter(|v| !seen.contains(v.as_str().unwrap()))
+        .collect();
+    assert!(missed.is_empty(), "{what}: never consumed: {missed:?}");
+    let ends = by_partition(&result["end_offsets"], PARTITIONS);
+    let committed = by_partition(&result["committed"], PARTITIONS);
+    assert_eq!(committed, ends, "{what}: committed offsets vs end offsets");
+    for (p, end) in ends.iter().enumerate() {
+        let offsets: BTreeSet<i64> = consumed
+            .iter()
+            .filter(|c| c[1].as_i64() == Some(p as i64))
+            .map(|c| c[2].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            offsets,
+            (0..*end).collect::<BTreeSet<_>>(),
+            "{what}: partition {p} consumed offsets"
+        );
+    }
+    let total: i64 = ends.iter().sum();
+    eprintln!(
+        "{what}: {} consumed for {total} records ({} redelivered), {} commits fenced by rebalances, partitions moved in {} ms",
+        consumed.len(),
+        consumed.len() as i64 - total,
+        result["commit_failures"],
+        result["moved_ms"],
+    );
+}
+
 fn check(result: &Value, what: &str) {
     assert_eq!(result["errors"], json!([]), "{what}: scenario errors");
     let three = shares(result, "three");
@@ -77,40 +115,7 @@ fn check(result: &Value, what: &str) {
         "{what}: m3 got a share"
     );
 
-    // At least once: every produced value was consumed.
-    let consumed = result["consumed"].as_array().unwrap();
-    let seen: BTreeSet<&str> = consumed.iter().map(|c| c[3].as_str().unwrap()).collect();
-    let produced = result["produced"].as_array().unwrap();
-    assert_eq!(produced.len() as i64, 3 * PER_PHASE);
-    let missed: Vec<_> = produced
-        .iter()
-        .filter(|v| !seen.contains(v.as_str().unwrap()))
-        .collect();
-    assert!(missed.is_empty(), "{what}: never consumed: {missed:?}");
-    // None skipped: per partition the consumed offsets are 0..end with no gap, and the final
-    // commits are the end offsets.
-    let ends = by_partition(&result["end_offsets"], PARTITIONS);
-    let committed = by_partition(&result["committed"], PARTITIONS);
-    assert_eq!(committed, ends, "{what}: committed offsets vs end offsets");
-    for (p, end) in ends.iter().enumerate() {
-        let offsets: BTreeSet<i64> = consumed
-            .iter()
-            .filter(|c| c[1].as_i64() == Some(p as i64))
-            .map(|c| c[2].as_i64().unwrap())
-            .collect();
-        assert_eq!(
-            offsets,
-            (0..*end).collect::<BTreeSet<_>>(),
-            "{what}: partition {p} consumed offsets"
-        );
-    }
-    let total: i64 = ends.iter().sum();
-    eprintln!(
-        "{what}: {} consumed for {total} records ({} redelivered), {} commits fenced by rebalances, partitions moved in {moved} ms",
-        consumed.len(),
-        consumed.len() as i64 - total,
-        result["commit_failures"],
-    );
+    check_delivery(result, what, 3);
 }
 
 fn scenario(run: impl FnOnce(&Value) -> Value, what: &str, config: Value) {
@@ -155,4 +160,29 @@ fn three_kip848_consumers_share_rebalance_and_commit() {
         "ck-kip848",
         json!({"group.protocol": "consumer"}),
     );
+}
+
+#[test]
+fn a_crashed_member_s_partitions_move_when_its_session_expires() {
+    let b = group_broker();
+    create_topic(&b, "members", PARTITIONS);
+    let params = json!({
+        "bootstrap": b.bootstrap(), "topic": "members", "group": "crash",
+        "partitions": PARTITIONS, "per_phase": PER_PHASE,
+    });
+    let result = ck(Python::PyPi, "crash", &params);
+    assert_eq!(result["errors"], json!([]), "scenario errors");
+    assert_eq!(shares(&result, "three").len(), 3);
+    assert_eq!(
+        shares(&result, "two").keys().collect::<Vec<_>>(),
+        ["m0", "m2"]
+    );
+    // SIGKILL sends no LeaveGroup: the coordinator notices when the session (6 s, heartbeats
+    // every 500 ms) expires, and the survivors rejoin on their next heartbeat.
+    let moved = result["moved_ms"].as_i64().unwrap();
+    assert!(
+        (SESSION_MS - 1000..SESSION_MS + 3000).contains(&moved),
+        "partitions moved {moved} ms after the crash (session timeout {SESSION_MS} ms)"
+    );
+    check_delivery(&result, "crash", 2);
 }
