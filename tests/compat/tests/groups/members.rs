@@ -186,3 +186,12 @@ fn a_crashed_member_s_partitions_move_when_its_session_expires() {
     );
     check_delivery(&result, "crash", 2);
 }
+
+#[test]
+fn three_kafkajs_consumers_share_rebalance_and_commit() {
+    scenario(
+        |p| skiff_compat::node("groups_kafkajs.js", "members", p),
+        "kafkajs",
+        json!({}),
+    );
+}
