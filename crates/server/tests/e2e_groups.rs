@@ -691,3 +691,79 @@ async fn e2e_groups_kip848_heartbeat_assigns_with_topic_ids() {
     assert_eq!((r.error_code, r.member_epoch), (0, -1));
     t.server.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn e2e_groups_a_failed_append_answers_not_coordinator_and_reloads() {
+    // `__consumer_offsets` created by a client with 1 partition while the coordinator places
+    // groups on 3: appends for partitions 1 and 2 fail (no such partition).
+    let t = start_groups().await;
+    let mut c = Client::connect(t.addr).await;
+    create_topic(&mut c, "__consumer_offsets", 1).await;
+    create_topic(&mut c, "t", 1).await;
+    let group_on = |p: i32| {
+        (0..)
+            .map(|i| format!("g{i}"))
+            .find(|g| skiff_group::partition_for(g, GROUP_PARTITIONS) == p)
+            .unwrap()
+    };
+    let (healthy, broken) = (group_on(0), group_on(1));
+    assert_eq!(commit(&mut c, &healthy, -1, "", "t", 3, "").await, 0);
+    // The shard had applied the commit in memory before the append failed: it answers
+    // NOT_COORDINATOR, drops that memory and reloads from the log (which keeps failing here).
+    assert_eq!(
+        commit(&mut c, &broken, -1, "", "t", 3, "").await,
+        NOT_COORDINATOR
+    );
+    let again = commit(&mut c, &broken, -1, "", "t", 4, "").await;
+    assert!(
+        again == COORDINATOR_LOAD_IN_PROGRESS || again == NOT_COORDINATOR,
+        "got {again}"
+    );
+    let fetched = fetch_offsets(&mut c, &[&healthy, &broken], "t").await;
+    assert_eq!(fetched[0], (0, 3, String::new(), 0));
+    assert_ne!(
+        fetched[1].1, 3,
+        "the failed commit must not be visible: {fetched:?}"
+    );
+    t.server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn e2e_groups_durable_offsets_topic_answers_after_fsync() {
+    // flush.messages=1 for every topic: coordinator records are fsynced before the answer.
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = ServerSettings::with_log_dir(dir.path().join("data"));
+    group_settings(&mut settings);
+    let defaults = skiff_storage::LogConfig {
+        flush_messages: 1,
+        ..skiff_storage::LogConfig::default()
+    };
+    let server = Server::start(settings, Arc::new(StorageTopicConfigs { defaults }))
+        .await
+        .unwrap();
+    let mut c = Client::connect(server.listeners()[0].local_addr).await;
+    create_topic(&mut c, "t", 1).await;
+    let (m, generation) = stable_group(&mut c, "durable", 10_000).await;
+    assert_eq!(
+        commit(&mut c, "durable", generation, &m, "t", 9, "synced").await,
+        0
+    );
+    assert_eq!(
+        fetch_offsets(&mut c, &["durable"], "t").await,
+        vec![(0, 9, "synced".to_string(), 0)]
+    );
+    // The records are fsynced: the partition's high watermark reached its log end.
+    let broker = server.broker();
+    let p = skiff_group::partition_for("durable", GROUP_PARTITIONS);
+    let log = broker
+        .logs
+        .get(&skiff_types::TopicPartition::new("__consumer_offsets", p))
+        .unwrap();
+    {
+        let l = log.lock();
+        assert!(l.log_end_offset() > 0);
+        assert_eq!(l.high_watermark(), l.log_end_offset());
+        assert!(l.sync().synced() >= l.log_end_offset());
+    }
+    server.shutdown().await.unwrap();
+}
