@@ -767,3 +767,54 @@ async fn e2e_groups_durable_offsets_topic_answers_after_fsync() {
     }
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn e2e_groups_offsets_of_an_empty_group_expire_after_retention() {
+    let retention = |s: &mut ServerSettings| {
+        group_settings(s);
+        s.groups.config.offsets_retention_ms = 300;
+        s.groups.config.offsets_retention_check_interval_ms = 50;
+    };
+    let t = start_with(retention).await;
+    let mut c = Client::connect(t.addr).await;
+    create_topic(&mut c, "t", 1).await;
+    let committed_at = Instant::now();
+    assert_eq!(commit(&mut c, "fleeting", -1, "", "t", 5, "").await, 0);
+    assert_eq!(fetch_offsets(&mut c, &["fleeting"], "t").await[0].1, 5);
+    loop {
+        if fetch_offsets(&mut c, &["fleeting"], "t").await[0].1 == -1 {
+            break;
+        }
+        assert!(
+            committed_at.elapsed() < DEADLINE,
+            "the offset never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        committed_at.elapsed() >= Duration::from_millis(250),
+        "expired too early"
+    );
+    // The expiry was written to the log (tombstones): it survives a restart.
+    let TestServer { server, dir, .. } = t;
+    drop(c);
+    server.shutdown().await.unwrap();
+    let mut settings = ServerSettings::with_log_dir(dir.path().join("data"));
+    retention(&mut settings);
+    settings.groups.config.offsets_retention_ms = 3_600_000;
+    let server = Server::start(settings, Arc::new(StorageTopicConfigs::default()))
+        .await
+        .unwrap();
+    let mut c = Client::connect(server.listeners()[0].local_addr).await;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let got = fetch_offsets(&mut c, &["fleeting"], "t").await;
+        if got[0].0 != COORDINATOR_LOAD_IN_PROGRESS {
+            assert_eq!(got[0].1, -1, "the expired offset came back after a restart");
+            break;
+        }
+        assert!(Instant::now() < deadline);
+        tokio::task::yield_now().await;
+    }
+    server.shutdown().await.unwrap();
+}
