@@ -537,3 +537,107 @@ pub fn to_body(r: Response) -> ResponseBody {
         Response::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(r),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use skiff_metadata::TopicInfo as MetaTopic;
+    use skiff_protocol::HeartbeatResponse;
+
+    use super::*;
+
+    fn image_with_offsets_topic(partitions: i32) -> MetadataImage {
+        let mut image = MetadataImage::default();
+        image.topics.insert(
+            OFFSETS_TOPIC.to_string(),
+            MetaTopic {
+                name: OFFSETS_TOPIC.to_string(),
+                id: [7; 16],
+                partitions,
+                configs: BTreeMap::new(),
+            },
+        );
+        image
+    }
+
+    #[test]
+    fn an_existing_offsets_topic_keeps_its_partition_count_and_loads() {
+        let settings = GroupSettings {
+            offsets_topic_partitions: 50,
+            ..GroupSettings::default()
+        };
+        let c = GroupCoordinator::new(settings.clone(), &image_with_offsets_topic(7));
+        assert_eq!(
+            c.partitions(),
+            7,
+            "placement must not move under existing commits"
+        );
+        assert!(
+            c.slots
+                .iter()
+                .all(|s| matches!(s.state.lock().phase, Phase::Loading)),
+            "an existing topic is replayed before serving"
+        );
+        assert_eq!(
+            c.partition_for("group"),
+            skiff_group::partition_for("group", 7)
+        );
+
+        let fresh = GroupCoordinator::new(settings, &MetadataImage::default());
+        assert_eq!(fresh.partitions(), 50);
+        assert!(
+            fresh
+                .slots
+                .iter()
+                .all(|s| matches!(s.state.lock().phase, Phase::Ready(_))),
+            "nothing to load without the topic"
+        );
+        assert_eq!(fresh.earliest_deadline(), None);
+    }
+
+    #[test]
+    fn failing_pending_requests_answers_each_once() {
+        let c = GroupCoordinator::new(GroupSettings::default(), &MetadataImage::default());
+        let (tx, mut rx) = oneshot::channel();
+        c.slots[3].state.lock().pending.insert(RequestToken(1), tx);
+        c.fail_all_pending(ErrorCode::NotCoordinator);
+        assert_eq!(rx.try_recv().unwrap(), Err(ErrorCode::NotCoordinator));
+        assert!(c.slots[3].state.lock().pending.is_empty());
+    }
+
+    #[tokio::test]
+    async fn replies_map_errors_and_parked_answers() {
+        let on_error = |code: ErrorCode| {
+            ResponseBody::Heartbeat(HeartbeatResponse {
+                error_code: code.code(),
+                ..HeartbeatResponse::default()
+            })
+        };
+        let code_of = |b: &ResponseBody| match b {
+            ResponseBody::Heartbeat(r) => r.error_code,
+            other => panic!("{other:?}"),
+        };
+        match reply(Err(ErrorCode::CoordinatorLoadInProgress), on_error) {
+            Reply::Now(b) => assert_eq!(code_of(&b), 14),
+            other => panic!("{other:?}"),
+        }
+        let (tx, rx) = oneshot::channel();
+        let Reply::Later(later) = reply(Ok(Answer::Parked(rx)), on_error) else {
+            panic!("a parked answer is a Later reply")
+        };
+        tx.send(Ok(Response::Heartbeat(HeartbeatResponse {
+            error_code: 27,
+            ..HeartbeatResponse::default()
+        })))
+        .unwrap();
+        assert_eq!(code_of(&later.await), 27);
+        // A sender dropped without an answer (a reloaded shard) is NOT_COORDINATOR.
+        let (tx, rx) = oneshot::channel::<ShardResult>();
+        let Reply::Later(later) = reply(Ok(Answer::Parked(rx)), on_error) else {
+            panic!()
+        };
+        drop(tx);
+        assert_eq!(code_of(&later.await), 16);
+    }
+}

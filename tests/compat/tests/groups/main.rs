@@ -1,13 +1,14 @@
 //! Consumer groups with stock clients (issue 6): subscribe-mode consumers of confluent-kafka
-//! (PyPI 2.x and Debian's 1.7.0 on librdkafka 2.0.2), kafka-python, kafkajs and kcat's balanced consumer
-//! against the `skiff` binary, classic protocol and KIP-848 (`group.protocol=consumer`).
+//! (PyPI 2.x and Debian's 1.7.0 on librdkafka 2.0.2), kafka-python, kafkajs and kcat's
+//! balanced consumer against the `skiff` binary, classic protocol and KIP-848
+//! (`group.protocol=consumer`).
 //!
-//! The client side lives in `tests/compat/py/groups_*.py` and `tests/compat/js/groups_kafkajs.js`
-//! (one JSON result line per command,
-//! see the harness); these tests judge the results. Modules by subject:
+//! The client side lives in `tests/compat/py/groups_*.py` and
+//! `tests/compat/js/groups_kafkajs.js` (one JSON result line per command, see the harness);
+//! these tests judge the results. Modules by subject:
 //! - `members`: three members (confluent-kafka, kafka-python, KIP-848, kafkajs) share a
-//!   6-partition topic, one leaves, one joins, one crashes; every partition
-//!   has exactly one owner, nothing produced is missed, commits reach the end offsets;
+//!   6-partition topic, one leaves, one joins, one crashes; every partition has exactly one
+//!   owner, nothing produced is missed, commits reach the end offsets;
 //! - `restart`: commit, restart the broker (SIGTERM, SIGKILL), resume from the commits;
 //! - `fencing`: static membership restarts without a rebalance; a zombie of an old generation
 //!   cannot commit;
