@@ -4,6 +4,9 @@
 //! Because random mutations nearly always break the CRC-32C, a batch whose CRC is wrong is also
 //! validated a second time with its CRC recomputed, so validation's later stages get fuzzed.
 //!
+//! The codecs are also checked on their own (raw input, and each batch's records section,
+//! with an LZ4 differential against `lz4_flex`): see [`crate::codec`].
+//!
 //! Checks: nothing panics, nothing allocates beyond the bound passed in (decompression is
 //! capped at [`RECORDS_DATA_BOUND`] here; validation uses its own 256 MiB cap, still under the
 //! run's `-malloc_limit_mb=512`). Oracles on accepted inputs:
@@ -33,6 +36,9 @@ pub const NOW_MS: i64 = 1_700_000_000_000;
 
 /// Runs the harness on one input; panics on a broken invariant.
 pub fn check_record_batch(data: &[u8]) -> Outcome {
+    // 0. The codecs on the raw bytes (see `crate::codec`).
+    crate::codec::check_raw(data);
+
     // 1. As a region of a log: walk every batch the iterator yields.
     let mut first = None;
     for item in batches(data) {
@@ -167,7 +173,10 @@ fn inspect(view: &BatchView<'_>) -> Result<usize, RecordError> {
         view.records_bytes().len(),
     );
     let _ = view.verify_crc();
-    view.compression()?;
+    let codec = view.compression()?;
+    if codec != Compression::None {
+        crate::codec::check_compressed(codec, view.records_bytes());
+    }
     let data = view.records_data(RECORDS_DATA_BOUND)?;
     let mut touched = 0usize;
     for rec in records(&data, view.records_count()) {

@@ -17,6 +17,7 @@
 //! scratch directory per process id).
 
 pub mod batch;
+pub mod codec;
 pub mod request;
 pub mod seeds;
 pub mod segment;

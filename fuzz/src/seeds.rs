@@ -360,6 +360,31 @@ pub fn batch_seeds() -> Vec<Seed> {
     });
     marker.append(TS, Some(&[0, 0, 0, 1]), Some(&[0, 0, 0, 0, 0, 0]), &[]);
     seeds.push(("control-commit".into(), marker.build().expect("marker builds")));
+    // Bare compressed payloads (the codec checks sniff the magic), including LZ4 frames with
+    // the optional descriptor features and linked blocks (the decoder's fallback path).
+    let text: Vec<u8> = (0..600u32).flat_map(|i| format!("record-{i};").into_bytes()).collect();
+    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        let packed = skiff_record::compress(codec, None, &text).expect("compress seed");
+        seeds.push((format!("raw-{}", codec.name()), packed));
+    }
+    for (name, info) in [
+        (
+            "raw-lz4-checksums-size",
+            lz4_flex::frame::FrameInfo::new()
+                .block_checksums(true)
+                .content_checksum(true)
+                .content_size(Some(text.len() as u64)),
+        ),
+        (
+            "raw-lz4-linked",
+            lz4_flex::frame::FrameInfo::new().block_mode(lz4_flex::frame::BlockMode::Linked),
+        ),
+    ] {
+        use std::io::Write;
+        let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+        enc.write_all(&text).expect("lz4 seed");
+        seeds.push((name.to_string(), enc.finish().expect("lz4 seed")));
+    }
     // Two batches back to back (a log region; validation refuses the trailing batch).
     let mut two = sample_batch(Compression::None, 2, false);
     let mut second = sample_batch(Compression::Snappy, 2, false);
