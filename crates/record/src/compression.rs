@@ -9,10 +9,12 @@
 //!   32 KiB blocks, exactly what the Java client writes.
 //! - lz4: the LZ4 frame format. We write what Java's `Lz4BlockOutputStream` writes: 64 KiB
 //!   independent blocks, no block or content checksum, no content size. Levels are validated
-//!   against Kafka's range (1..=17) but lz4_flex has a single level.
+//!   against Kafka's range (1..=17) but lz4_flex has a single level. Reading goes through
+//!   [`crate::lz4`] (blocks decoded straight into the output; `FrameDecoder` for unusual frames).
 //! - zstd: one or more zstd frames, zstd crate (libzstd).
 //!
-//! Bounds: decompression streams through a reader capped at `max_bytes + 1` and fails with
+//! Bounds: decompression writes into one vector (lz4, snappy) or streams through a reader
+//! (gzip, zstd, unusual lz4 frames) capped at `max_bytes + 1`, and fails with
 //! [`RecordError::DecompressedTooLarge`] when more output appears; no allocation is sized
 //! from a length declared in the input without checking it against `max_bytes` first.
 //! Pure functions, thread-safe.
@@ -102,7 +104,7 @@ fn compress_err(codec: Compression, reason: impl std::fmt::Display) -> RecordErr
     }
 }
 
-fn decompress_err(codec: Compression, reason: impl std::fmt::Display) -> RecordError {
+pub(crate) fn decompress_err(codec: Compression, reason: impl std::fmt::Display) -> RecordError {
     RecordError::Decompress {
         codec,
         reason: reason.to_string(),
@@ -199,12 +201,7 @@ pub fn decompress(
             max_bytes,
         ),
         Compression::Snappy => decompress_snappy(data, max_bytes),
-        Compression::Lz4 => read_bounded(
-            codec,
-            lz4_flex::frame::FrameDecoder::new(data),
-            data.len(),
-            max_bytes,
-        ),
+        Compression::Lz4 => crate::lz4::decompress_lz4(data, max_bytes),
         Compression::Zstd => {
             let dec = zstd::stream::read::Decoder::with_buffer(data)
                 .map_err(|e| decompress_err(codec, e))?;
@@ -214,7 +211,7 @@ pub fn decompress(
 }
 
 /// Drains `reader` into a vector, reading at most `max_bytes + 1` bytes.
-fn read_bounded<R: Read>(
+pub(crate) fn read_bounded<R: Read>(
     codec: Compression,
     reader: R,
     compressed_len: usize,

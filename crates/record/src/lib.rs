@@ -26,6 +26,7 @@ mod batch;
 mod builder;
 mod compression;
 mod error;
+mod lz4;
 mod record;
 pub mod varint;
 
