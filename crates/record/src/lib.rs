@@ -29,6 +29,7 @@ mod error;
 mod lz4;
 mod record;
 pub mod varint;
+mod walk;
 
 pub use batch::{
     BatchIter, BatchView, TimestampType, batches, peek_batch_size, recompute_crc, set_base_offset,
@@ -39,6 +40,7 @@ pub use compression::{Compression, compress, decompress};
 pub use error::RecordError;
 pub use record::{Header, Record, RecordIter, records};
 pub use skiff_types::limits::{BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES};
+pub use walk::{Field, RecordSummary, RecordWalk, WalkError, walk_records};
 
 /// The only batch format version this crate understands.
 pub const MAGIC_V2: i8 = 2;

@@ -39,8 +39,8 @@
 //! first one; we reject any trailing bytes with INVALID_RECORD.
 
 use skiff_record::{
-    BatchView, Compression, RecordError, TimestampType, peek_batch_size, records, reencode,
-    set_max_timestamp,
+    BatchView, Compression, RecordError, TimestampType, peek_batch_size, reencode,
+    set_max_timestamp, walk_records,
 };
 use skiff_types::ErrorCode;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
@@ -318,6 +318,8 @@ fn check_counts_and_producer(view: &BatchView<'_>) -> Result<(), ValidationError
 }
 
 /// Steps 4 and 5. Returns `max(-1, record timestamps)` when every record is acceptable.
+/// Walks the records with `skiff_record::walk_records` (lengths and structure checked, keys,
+/// values and headers skipped, nothing allocated); texts are built only for rejected records.
 fn check_records(
     view: &BatchView<'_>,
     data: &[u8],
@@ -325,12 +327,14 @@ fn check_records(
     now_ms: i64,
 ) -> Result<i64, ValidationError> {
     let producer_set_log_append_time = view.timestamp_type() == TimestampType::LogAppendTime;
+    let check_bounds = cfg.timestamp_type == TimestampType::CreateTime;
+    let (base_timestamp, batch_max_timestamp) = (view.base_timestamp(), view.max_timestamp());
     let mut max_timestamp = -1i64;
     let mut errors = Vec::new();
     let mut any_timestamp_error = false;
-    for (index, rec) in records(data, view.records_count()).enumerate() {
+    for (index, rec) in walk_records(data, view.records_count()).enumerate() {
         let rec = rec.map_err(|e| ValidationError::invalid(format!("Invalid record: {e}")))?;
-        // records() yields at most records_count (an i32) items.
+        // The walk yields at most records_count (an i32) items.
         let index = i32::try_from(index).unwrap_or(i32::MAX);
         if rec.offset_delta != index {
             return Err(ValidationError::invalid(format!(
@@ -338,31 +342,23 @@ fn check_records(
                 rec.offset_delta
             )));
         }
-        let ts = view.record_timestamp(&rec);
-        max_timestamp = max_timestamp.max(ts);
-        let error = if cfg.compacted && rec.key.is_none() {
-            Some("Compacted topic cannot accept message without key".to_string())
-        } else if producer_set_log_append_time {
-            any_timestamp_error = true;
-            Some(format!(
-                "Invalid timestamp type in message at index {index}. Producer should not set \
-                 timestamp type to LogAppendTime."
-            ))
-        } else if cfg.timestamp_type == TimestampType::CreateTime
-            && ts != -1
-            && timestamp_out_of_bounds(ts, now_ms, cfg)
-        {
-            any_timestamp_error = true;
-            Some(format!(
-                "Timestamp {ts} of message with offset {index} is out of range. The timestamp \
-                 should be within [{}, {}]",
-                now_ms.saturating_sub(cfg.before_max_ms),
-                now_ms.saturating_add(cfg.after_max_ms)
-            ))
+        // What a reader sees (`BatchView::record_timestamp`).
+        let ts = if producer_set_log_append_time {
+            batch_max_timestamp
         } else {
-            None
+            base_timestamp.wrapping_add(rec.timestamp_delta)
         };
-        if let Some(message) = error {
+        max_timestamp = max_timestamp.max(ts);
+        let keyless = cfg.compacted && !rec.has_key();
+        // With the LogAppendTime bit set every record is already refused for that.
+        let out_of_bounds = check_bounds
+            && !producer_set_log_append_time
+            && ts != -1
+            && timestamp_out_of_bounds(ts, now_ms, cfg);
+        if keyless || producer_set_log_append_time || out_of_bounds {
+            let (message, timestamp_error) =
+                record_error(index, ts, keyless, out_of_bounds, now_ms, cfg);
+            any_timestamp_error |= timestamp_error;
             errors.push(RecordErrorEntry {
                 batch_index: index,
                 message: Some(message),
@@ -406,6 +402,44 @@ fn check_records(
     })
 }
 
+/// The message for one rejected record (key first, as in Kafka) and whether it is a
+/// timestamp error. Called only for a `keyless` record, an `out_of_bounds` timestamp or a
+/// producer-set LogAppendTime bit (the remaining case).
+#[cold]
+fn record_error(
+    index: i32,
+    ts: i64,
+    keyless: bool,
+    out_of_bounds: bool,
+    now_ms: i64,
+    cfg: &ValidationConfig,
+) -> (String, bool) {
+    if keyless {
+        (
+            "Compacted topic cannot accept message without key".to_string(),
+            false,
+        )
+    } else if out_of_bounds {
+        (
+            format!(
+                "Timestamp {ts} of message with offset {index} is out of range. The timestamp \
+                 should be within [{}, {}]",
+                now_ms.saturating_sub(cfg.before_max_ms),
+                now_ms.saturating_add(cfg.after_max_ms)
+            ),
+            true,
+        )
+    } else {
+        (
+            format!(
+                "Invalid timestamp type in message at index {index}. Producer should not set \
+                 timestamp type to LogAppendTime."
+            ),
+            true,
+        )
+    }
+}
+
 /// Kafka's `recordHasInvalidTimestamp`, without overflow: too old if `now - ts > before`, too
 /// far ahead if `ts - now > after`.
 fn timestamp_out_of_bounds(ts: i64, now_ms: i64, cfg: &ValidationConfig) -> bool {
@@ -415,7 +449,7 @@ fn timestamp_out_of_bounds(ts: i64, now_ms: i64, cfg: &ValidationConfig) -> bool
 
 #[cfg(test)]
 mod tests {
-    use skiff_record::{BatchBuilder, BatchOptions, Header, recompute_crc};
+    use skiff_record::{BatchBuilder, BatchOptions, Header, recompute_crc, records};
 
     use super::*;
 
@@ -788,5 +822,11 @@ mod tests {
             assert_eq!(err.code, ErrorCode::InvalidTimestamp, "{topic:?}");
             assert_eq!(err.record_errors.len(), 3);
         }
+        // The bit is the reason even when the (batch max) timestamp is also out of bounds.
+        let mut future = b.clone();
+        set_max_timestamp(&mut future, TimestampType::LogAppendTime, NOW + 86_400_000);
+        let err = validate_client_batch(&future, &cfg(), NOW).unwrap_err();
+        let msg = err.record_errors[0].message.as_deref().unwrap();
+        assert!(msg.contains("Invalid timestamp type"), "{msg}");
     }
 }
