@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 
+import limits
 import procs
 from procs import BenchError, Broker
 
@@ -50,6 +51,7 @@ COLUMNS = (
     ("broker_core_pct", "broker CPU % of core", 0),
     ("peak_rss_mib", "broker peak RSS MiB", 1),
     ("gen_cpu_pct", "generator CPU % of core", 0),
+    ("gen_ms_per_mb", "generator CPU-ms/MB", 2),
     ("broker_runq_wait_pct", "broker run-queue wait %", 0),
     ("gen_runq_wait_pct", "generator run-queue wait %", 0),
     ("core0_busy_pct", "core 0 busy %", 0),
@@ -157,6 +159,7 @@ class Bench:
         self.idle = {"skiff": [], "tansu": []}
         self.after = {"skiff": [], "tansu": []}
         self.after_c1 = {}
+        self.floor = []
 
     def broker(self, kind):
         binary = self.opts.skiff if kind == "skiff" else self.opts.tansu
@@ -215,8 +218,22 @@ class Bench:
                     peak_rss_mib=procs.proc_mem_kib(b.pid)[1] / 1024.0,
                     peak_rss_scope="process lifetime",
                 )
+                # Let the load's background work (Skiff: the fsync of the segment rolled at
+                # 1 GiB, by the log manager's tick) finish before the reads are timed.
+                waited, cpu = procs.wait_idle(b.pid)
+                res.update(settle_s=waited, settle_cpu_ms=cpu)
                 self.record(res)
+                print("      %s settled in %.0f s, %.0f ms of broker CPU after the load" % (kind, waited, cpu))
+            src = limits.make_page_cache_file(self.opts.work, records * cell["size"])
             for rnd in range(1, self.opts.runs + 1):
+                self.floor.append(limits.sendfile_floor(src, records * cell["size"]))
+                f = self.floor[-1]
+                print(
+                    "limit sendfile r%d: %8.1f MB/s  sender %.2f ms/MB %3.0f%% core  receiver %.2f ms/MB %3.0f%% core"
+                    % (rnd, f["mb_s"], f["sender_ms_per_mb"], f["sender_core_pct"],
+                       f["receiver_ms_per_mb"], f["receiver_core_pct"]),
+                    flush=True,
+                )
                 for kind in order if rnd % 2 else list(reversed(order)):
                     b = brokers[kind]
                     reset = procs.reset_peak_rss(b.pid)
@@ -338,6 +355,16 @@ def verdicts(bench, dd):
                 ratio_text(paired(res, "C1", "mb_s")),
             )
         )
+        if bench.floor:
+            fl = statistics.median(f["sender_ms_per_mb"] for f in bench.floor)
+            sk = cell_median(res, "C1", "skiff", "broker_ms_per_mb")
+            gen = cell_median(res, "C1", "skiff", "gen_ms_per_mb")
+            out.append(
+                "C1 Skiff broker %.2f CPU-ms/MB = %.1fx the sendfile floor (%.2f); the generator costs %.2f "
+                "CPU-ms/MB, so with the generator at 95%% of a core (%.0f MB/s) Skiff would use %.0f%% of a core, "
+                "and a broker at the floor %.0f%%"
+                % (sk, sk / fl, fl, gen, 950.0 / gen, 95.0 * sk / gen, 95.0 * fl / gen)
+            )
     for kind in ("skiff", "tansu"):
         idle = [k / 1024.0 for k in bench.idle[kind]]
         if not idle:
@@ -397,7 +424,7 @@ def main():
     dd = []
     try:
         for i in range(opts.dd_runs):
-            dd.append(procs.dd_raw_write(opts.work))
+            dd.append(limits.dd_raw_write(opts.work))
             print("limit dd run %d: %.0f MB/s" % (i + 1, dd[-1]), flush=True)
         for cell in cells:
             if CELLS[cell]["kind"] == "consume":
@@ -418,6 +445,21 @@ def main():
     print()
     print("Raw-write limit (dd bs=1M count=2048 on core 1, x%d): %s MB/s" % (len(dd), fmt(dd, 0)))
     print()
+    if bench.floor:
+        fl = bench.floor
+        print(
+            "Sendfile floor (page-cache file -> loopback TCP, sender on core 1, reader on core 0, x%d): "
+            "%s MB/s; sender %s CPU-ms/MB (%s%% of its core); reader %s CPU-ms/MB (%s%%)"
+            % (
+                len(fl),
+                fmt([f["mb_s"] for f in fl], 0),
+                fmt([f["sender_ms_per_mb"] for f in fl], 2),
+                fmt([f["sender_core_pct"] for f in fl], 0),
+                fmt([f["receiver_ms_per_mb"] for f in fl], 2),
+                fmt([f["receiver_core_pct"] for f in fl], 0),
+            )
+        )
+        print()
     print(table(bench.results, brokers, cells + (["C1ld"] if "C1" in cells else [])))
     print()
     print("| cell | Skiff/Tansu MB/s | Skiff/Tansu broker CPU-ms/MB |")
@@ -437,7 +479,7 @@ def main():
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(
-                {"header": header, "dd_mb_s": dd, "results": bench.results, "idle_rss_kib": bench.idle,
+                {"header": header, "dd_mb_s": dd, "sendfile_floor": bench.floor, "results": bench.results, "idle_rss_kib": bench.idle,
                  "rss_after_kib": bench.after, "rss_after_c1_kib": bench.after_c1},
                 f,
                 indent=1,

@@ -56,6 +56,20 @@ def proc_mem_kib(pid):
     return vals.get("VmRSS", 0), vals.get("VmHWM", 0)
 
 
+def wait_idle(pid, quiet_ms=20, interval=1.0, limit=60.0):
+    """Waits until a process used less than `quiet_ms` of CPU over `interval` seconds (at most
+    `limit` seconds); returns (seconds waited, CPU ms used meanwhile)."""
+    t0, c0 = time.monotonic(), proc_cpu_ms(pid)
+    last = c0
+    while time.monotonic() - t0 < limit:
+        time.sleep(interval)
+        now = proc_cpu_ms(pid)
+        if now - last < quiet_ms:
+            break
+        last = now
+    return time.monotonic() - t0, proc_cpu_ms(pid) - c0
+
+
 def reset_peak_rss(pid):
     """Resets VmHWM to the current RSS; False if the kernel refused (then VmHWM is cumulative)."""
     try:
@@ -345,25 +359,9 @@ def run_generator(perf, args, broker_pid, size, expect_records):
         "broker_core_pct": 100.0 * broker_ms / window_ms,
         "gen_cpu_ms": gen_ms,
         "gen_cpu_pct": 100.0 * gen_ms / window_ms,
+        "gen_ms_per_mb": gen_ms / payload_mb,
         "broker_runq_wait_pct": 100.0 * (bwait1 - bwait0) / window_ms,
         "gen_runq_wait_pct": 100.0 * watcher.total_wait_ms() / window_ms,
         "core0_busy_pct": core_busy_pct(jiffies0, jiffies1, int(GENERATOR_CPU)),
         "core1_busy_pct": core_busy_pct(jiffies0, jiffies1, int(BROKER_CPU)),
     }
-
-
-def dd_raw_write(directory):
-    """`dd if=/dev/zero of=<dir>/raw bs=1M count=2048` on the broker core, after an untimed
-    sync; MB/s = bytes / seconds as dd reports them. The file is deleted afterwards."""
-    path = os.path.join(directory, "raw")
-    os.sync()
-    r = subprocess.run(
-        ["taskset", "-c", BROKER_CPU, "dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=2048"],
-        capture_output=True,
-        text=True,
-    )
-    os.unlink(path)
-    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", r.stderr)
-    if r.returncode != 0 or not m:
-        raise BenchError("dd failed: %s" % r.stderr)
-    return int(m.group(1)) / float(m.group(2)) / 1e6

@@ -1,0 +1,129 @@
+"""The machine's limits for the broker benchmark, measured in the same run as the brokers.
+
+Mental model: two figures no broker can beat on this machine, each measured with the same
+core pinning as the brokers (the "broker" side on core 1, the "client" side on core 0):
+  - raw write: `dd if=/dev/zero of=<dir>/raw bs=1M count=2048` (issue 2's limit) into the
+    work dir, i.e. the filesystem Skiff's log dirs are on; after an untimed sync; MB/s =
+    bytes / seconds as dd reports them; the file is deleted after each run;
+  - sendfile floor (for C1): a file of the C1 size, written and read once so it is in the
+    page cache, sent with sendfile(2) in 1 MiB calls over one loopback TCP connection to a
+    reader doing recv_into of 1 MiB (Python, standard library). Both report their own CPU
+    (time.process_time) and wall time around the transfer loop only, so interpreter start-up
+    is not counted. The sender's CPU-ms/MB is the kernel's price of a zero-copy catch-up read
+    on this machine: on loopback the receiver's TCP input path mostly runs in the sender's
+    context (softirq on the sending core), so it lands in the sender's system time, exactly
+    as it does for a broker.
+Owns only the files it creates in the work dir; single-threaded.
+"""
+
+import json
+import os
+import re
+import subprocess
+
+from procs import BROKER_CPU, GENERATOR_CPU, BenchError
+
+CHUNK = 1 << 20
+
+RECEIVER = r"""
+import json, socket, sys, time
+size = int(sys.argv[1])
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+print(ls.getsockname()[1], flush=True)
+conn, _ = ls.accept()
+buf = bytearray(1 << 20)
+view = memoryview(buf)
+got = 0
+c0, t0 = time.process_time(), time.monotonic()
+while got < size:
+    n = conn.recv_into(view)
+    if n == 0:
+        break
+    got += n
+c1, t1 = time.process_time(), time.monotonic()
+print(json.dumps({"bytes": got, "cpu_s": c1 - c0, "wall_s": t1 - t0}), flush=True)
+"""
+
+SENDER = r"""
+import json, os, socket, sys, time
+path, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.create_connection(("127.0.0.1", port))
+fd = os.open(path, os.O_RDONLY)
+off = 0
+c0, t0 = time.process_time(), time.monotonic()
+while off < size:
+    n = os.sendfile(s.fileno(), fd, off, min(1 << 20, size - off))
+    if n == 0:
+        break
+    off += n
+c1, t1 = time.process_time(), time.monotonic()
+s.close()
+print(json.dumps({"bytes": off, "cpu_s": c1 - c0, "wall_s": t1 - t0}), flush=True)
+"""
+
+
+def dd_raw_write(directory):
+    """One dd run on the broker core; MB/s."""
+    path = os.path.join(directory, "raw")
+    os.sync()
+    r = subprocess.run(
+        ["taskset", "-c", BROKER_CPU, "dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=2048"],
+        capture_output=True,
+        text=True,
+    )
+    if os.path.exists(path):
+        os.unlink(path)
+    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", r.stderr)
+    if r.returncode != 0 or not m:
+        raise BenchError("dd failed: %s" % r.stderr)
+    return int(m.group(1)) / float(m.group(2)) / 1e6
+
+
+def make_page_cache_file(directory, size):
+    """A file of `size` bytes (a non-zero pattern) written and read back once."""
+    path = os.path.join(directory, "sendfile-src")
+    block = (b"skiff-bench-" * (CHUNK // 12 + 1))[:CHUNK]
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            f.write(block[: min(CHUNK, left)])
+            left -= CHUNK
+    with open(path, "rb") as f:
+        while f.read(CHUNK):
+            pass
+    return path
+
+
+def sendfile_floor(path, size):
+    """One transfer of `size` bytes of `path`; returns sender/receiver CPU and MB/s."""
+    rx = subprocess.Popen(
+        ["taskset", "-c", GENERATOR_CPU, "python3", "-c", RECEIVER, str(size)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    port = rx.stdout.readline().strip()
+    tx = subprocess.run(
+        ["taskset", "-c", BROKER_CPU, "python3", "-c", SENDER, path, port, str(size)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    rx_out = rx.stdout.read()
+    rx.wait()
+    if tx.returncode != 0 or rx.returncode != 0:
+        raise BenchError("sendfile floor failed: %s %s" % (tx.stderr, rx_out))
+    s = json.loads(tx.stdout)
+    r = json.loads(rx_out)
+    if s["bytes"] != size or r["bytes"] != size:
+        raise BenchError("sendfile floor moved %d/%d of %d bytes" % (s["bytes"], r["bytes"], size))
+    mb = size / 1e6
+    wall = max(r["wall_s"], 1e-6)
+    return {
+        "mb_s": mb / wall,
+        "sender_ms_per_mb": s["cpu_s"] * 1000.0 / mb,
+        "sender_core_pct": 100.0 * s["cpu_s"] / wall,
+        "receiver_ms_per_mb": r["cpu_s"] * 1000.0 / mb,
+        "receiver_core_pct": 100.0 * r["cpu_s"] / wall,
+    }
