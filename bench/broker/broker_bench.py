@@ -226,14 +226,15 @@ class Bench:
                 print("      %s settled in %.0f s, %.0f ms of broker CPU after the load" % (kind, waited, cpu))
             src = limits.make_page_cache_file(self.opts.work, records * cell["size"])
             for rnd in range(1, self.opts.runs + 1):
-                self.floor.append(limits.sendfile_floor(src, records * cell["size"]))
-                f = self.floor[-1]
-                print(
-                    "limit sendfile r%d: %8.1f MB/s  sender %.2f ms/MB %3.0f%% core  receiver %.2f ms/MB %3.0f%% core"
-                    % (rnd, f["mb_s"], f["sender_ms_per_mb"], f["sender_core_pct"],
-                       f["receiver_ms_per_mb"], f["receiver_core_pct"]),
-                    flush=True,
-                )
+                for mode in ("stream", "fetch"):
+                    self.floor.append(limits.sendfile_floor(src, records * cell["size"], mode))
+                    f = self.floor[-1]
+                    print(
+                        "limit sendfile %-6s r%d: %7.1f MB/s  sender %.2f ms/MB %3.0f%% core  receiver %.2f ms/MB %3.0f%% core"
+                        % (mode, rnd, f["mb_s"], f["sender_ms_per_mb"], f["sender_core_pct"],
+                           f["receiver_ms_per_mb"], f["receiver_core_pct"]),
+                        flush=True,
+                    )
                 for kind in order if rnd % 2 else list(reversed(order)):
                     b = brokers[kind]
                     reset = procs.reset_peak_rss(b.pid)
@@ -379,16 +380,18 @@ def verdicts(bench, dd):
                 ratio_text(paired(res, "C1", "mb_s")),
             )
         )
-        if bench.floor:
-            fl = statistics.median(f["sender_ms_per_mb"] for f in bench.floor)
-            sk = cell_median(res, "C1", "skiff", "broker_ms_per_mb")
-            gen = cell_median(res, "C1", "skiff", "gen_ms_per_mb")
-            out.append(
-                "C1 Skiff broker %.2f CPU-ms/MB = %.1fx the sendfile floor (%.2f); the generator costs %.2f "
-                "CPU-ms/MB, so with the generator at 95%% of a core (%.0f MB/s) Skiff would use %.0f%% of a core, "
-                "and a broker at the floor %.0f%%"
-                % (sk, sk / fl, fl, gen, 950.0 / gen, 95.0 * sk / gen, 95.0 * fl / gen)
-            )
+        sk = cell_median(res, "C1", "skiff", "broker_ms_per_mb")
+        gen = cell_median(res, "C1", "skiff", "gen_ms_per_mb")
+        for mode in ("stream", "fetch"):
+            fl = [f["sender_ms_per_mb"] for f in bench.floor if f["mode"] == mode]
+            if fl:
+                fl = statistics.median(fl)
+                out.append(
+                    "C1 Skiff broker %.2f CPU-ms/MB = %.1fx the %s sendfile floor (%.2f). The generator costs %.2f "
+                    "CPU-ms/MB: at 95%% of its core (%.0f MB/s) Skiff would use %.0f%% of a core, a broker at this "
+                    "floor %.0f%%"
+                    % (sk, sk / fl, mode, fl, gen, 950.0 / gen, 95.0 * sk / gen, 95.0 * fl / gen)
+                )
     for kind in ("skiff", "tansu"):
         idle = [k / 1024.0 for k in bench.idle[kind]]
         if not idle:
@@ -469,12 +472,15 @@ def main():
     print()
     print("Raw-write limit (dd bs=1M count=2048 on core 1, x%d): %s MB/s" % (len(dd), fmt(dd, 0)))
     print()
-    if bench.floor:
-        fl = bench.floor
+    for mode in ("stream", "fetch"):
+        fl = [f for f in bench.floor if f["mode"] == mode]
+        if not fl:
+            continue
         print(
-            "Sendfile floor (page-cache file -> loopback TCP, sender on core 1, reader on core 0, x%d): "
-            "%s MB/s; sender %s CPU-ms/MB (%s%% of its core); reader %s CPU-ms/MB (%s%%)"
+            "Sendfile floor, %s (page-cache file -> loopback TCP in 1 MiB sendfile calls, sender on core 1, "
+            "reader on core 0, x%d): %s MB/s; sender %s CPU-ms/MB (%s%% of its core); reader %s CPU-ms/MB (%s%%)"
             % (
+                mode,
                 len(fl),
                 fmt([f["mb_s"] for f in fl], 0),
                 fmt([f["sender_ms_per_mb"] for f in fl], 2),
@@ -483,7 +489,7 @@ def main():
                 fmt([f["receiver_core_pct"] for f in fl], 0),
             )
         )
-        print()
+    print()
     print(table(bench.results, brokers, cells + (["C1ld"] if "C1" in cells else [])))
     print()
     print("| cell | Skiff/Tansu MB/s | Skiff/Tansu broker CPU-ms/MB |")

@@ -5,9 +5,11 @@ core pinning as the brokers (the "broker" side on core 1, the "client" side on c
   - raw write: `dd if=/dev/zero of=<dir>/raw bs=1M count=2048` (issue 2's limit) into the
     work dir, i.e. the filesystem Skiff's log dirs are on; after an untimed sync; MB/s =
     bytes / seconds as dd reports them; the file is deleted after each run;
-  - sendfile floor (for C1): a file of the C1 size, written and read once so it is in the
+  - sendfile floors (for C1): a file of the C1 size, written and read once so it is in the
     page cache, sent with sendfile(2) in 1 MiB calls over one loopback TCP connection to a
-    reader doing recv_into of 1 MiB (Python, standard library). Both report their own CPU
+    reader doing recv_into of 1 MiB (Python, standard library); "stream" sends back to back,
+    "fetch" waits for a 100-byte request from the reader before each 1 MiB, as a broker
+    answering librdkafka's one-at-a-time 1 MiB fetches does. Both report their own CPU
     (time.process_time) and wall time around the transfer loop only, so interpreter start-up
     is not counted. The sender's CPU-ms/MB is the kernel's price of a zero-copy catch-up read
     on this machine: on loopback the receiver's TCP input path mostly runs in the sender's
@@ -27,7 +29,7 @@ CHUNK = 1 << 20
 
 RECEIVER = r"""
 import json, socket, sys, time
-size = int(sys.argv[1])
+size, fetch = int(sys.argv[1]), sys.argv[2] == "fetch"
 ls = socket.socket()
 ls.bind(("127.0.0.1", 0))
 ls.listen(1)
@@ -38,10 +40,17 @@ view = memoryview(buf)
 got = 0
 c0, t0 = time.process_time(), time.monotonic()
 while got < size:
-    n = conn.recv_into(view)
+    want = min(1 << 20, size - got) if fetch else size - got
+    if fetch:
+        conn.sendall(b"f" * 100)
+    while want > 0:
+        n = conn.recv_into(view[: min(want, 1 << 20)])
+        if n == 0:
+            break
+        got += n
+        want -= n
     if n == 0:
         break
-    got += n
 c1, t1 = time.process_time(), time.monotonic()
 print(json.dumps({"bytes": got, "cpu_s": c1 - c0, "wall_s": t1 - t0}), flush=True)
 """
@@ -49,15 +58,22 @@ print(json.dumps({"bytes": got, "cpu_s": c1 - c0, "wall_s": t1 - t0}), flush=Tru
 SENDER = r"""
 import json, os, socket, sys, time
 path, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fetch = sys.argv[4] == "fetch"
 s = socket.create_connection(("127.0.0.1", port))
 fd = os.open(path, os.O_RDONLY)
 off = 0
 c0, t0 = time.process_time(), time.monotonic()
 while off < size:
-    n = os.sendfile(s.fileno(), fd, off, min(1 << 20, size - off))
+    if fetch and len(s.recv(100, socket.MSG_WAITALL)) != 100:
+        break
+    end = min(off + (1 << 20), size)
+    while off < end:
+        n = os.sendfile(s.fileno(), fd, off, end - off)
+        if n == 0:
+            break
+        off += n
     if n == 0:
         break
-    off += n
 c1, t1 = time.process_time(), time.monotonic()
 s.close()
 print(json.dumps({"bytes": off, "cpu_s": c1 - c0, "wall_s": t1 - t0}), flush=True)
@@ -96,16 +112,19 @@ def make_page_cache_file(directory, size):
     return path
 
 
-def sendfile_floor(path, size):
-    """One transfer of `size` bytes of `path`; returns sender/receiver CPU and MB/s."""
+def sendfile_floor(path, size, mode):
+    """One transfer of `size` bytes of `path`; returns sender/receiver CPU and MB/s.
+    mode "stream": back-to-back 1 MiB sendfile calls, the reader just drains;
+    mode "fetch": request/response like a Fetch: the reader sends 100 bytes and reads 1 MiB,
+    the sender waits for the 100 bytes before each 1 MiB sendfile (one exchange in flight)."""
     rx = subprocess.Popen(
-        ["taskset", "-c", GENERATOR_CPU, "python3", "-c", RECEIVER, str(size)],
+        ["taskset", "-c", GENERATOR_CPU, "python3", "-c", RECEIVER, str(size), mode],
         stdout=subprocess.PIPE,
         text=True,
     )
     port = rx.stdout.readline().strip()
     tx = subprocess.run(
-        ["taskset", "-c", BROKER_CPU, "python3", "-c", SENDER, path, port, str(size)],
+        ["taskset", "-c", BROKER_CPU, "python3", "-c", SENDER, path, port, str(size), mode],
         capture_output=True,
         text=True,
         timeout=300,
@@ -121,6 +140,7 @@ def sendfile_floor(path, size):
     mb = size / 1e6
     wall = max(r["wall_s"], 1e-6)
     return {
+        "mode": mode,
         "mb_s": mb / wall,
         "sender_ms_per_mb": s["cpu_s"] * 1000.0 / mb,
         "sender_core_pct": 100.0 * s["cpu_s"] / wall,
