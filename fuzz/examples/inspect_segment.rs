@@ -31,7 +31,9 @@ fn dump(label: &str, bytes: &[u8]) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).ok_or("usage: inspect_segment <file>")?;
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: inspect_segment <file>")?;
     let input = decode_input(&std::fs::read(path)?);
     println!(
         "dense_index {} fix_crcs {} indexes {:?} second {:?}",

@@ -22,7 +22,11 @@ fn main() -> std::io::Result<()> {
         }
     };
     let dir = args.next().map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus").join(&target),
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("corpus")
+                .join(&target)
+        },
         PathBuf::from,
     );
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?

@@ -70,5 +70,9 @@ pub fn check_raw(data: &[u8]) {
         .unwrap_or_else(|e| panic!("{} cannot compress {} bytes: {e}", codec.name(), data.len()));
     let unpacked = decompress(codec, &packed, data.len())
         .unwrap_or_else(|e| panic!("{} cannot decompress its own output: {e}", codec.name()));
-    assert!(unpacked == data, "{} round trip changed the bytes", codec.name());
+    assert!(
+        unpacked == data,
+        "{} round trip changed the bytes",
+        codec.name()
+    );
 }

@@ -48,9 +48,7 @@ pub fn default_body(key: ApiKey) -> RequestBody {
         ApiKey::DescribeLogDirs => RequestBody::DescribeLogDirs(Default::default()),
         ApiKey::CreatePartitions => RequestBody::CreatePartitions(Default::default()),
         ApiKey::DeleteGroups => RequestBody::DeleteGroups(Default::default()),
-        ApiKey::IncrementalAlterConfigs => {
-            RequestBody::IncrementalAlterConfigs(Default::default())
-        }
+        ApiKey::IncrementalAlterConfigs => RequestBody::IncrementalAlterConfigs(Default::default()),
         ApiKey::OffsetDelete => RequestBody::OffsetDelete(Default::default()),
         ApiKey::DescribeCluster => RequestBody::DescribeCluster(Default::default()),
         ApiKey::DescribeProducers => RequestBody::DescribeProducers(Default::default()),
@@ -71,11 +69,8 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
             partition_data: vec![PartitionProduceData {
                 index: 0,
                 records: Some(Records::Bytes(batch)),
-                ..Default::default()
             }],
-            ..Default::default()
         }],
-        ..Default::default()
     };
     let fetch_partition = FetchPartition {
         partition: 0,
@@ -119,13 +114,10 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
             configs: vec![CreatableTopicConfig {
                 name: "cleanup.policy".into(),
                 value: Some("compact".into()),
-                ..Default::default()
             }],
-            ..Default::default()
         }],
         timeout_ms: 30_000,
         validate_only: false,
-        ..Default::default()
     };
     let join = JoinGroupRequest {
         group_id: "g".into(),
@@ -135,8 +127,9 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
         protocol_type: "consumer".into(),
         protocols: vec![JoinGroupRequestProtocol {
             name: "range".into(),
-            metadata: Bytes::from_static(&[0, 1, 0, 0, 0, 1, 0, 6, b'o', b'r', b'd', b'e', b'r', b's']),
-            ..Default::default()
+            metadata: Bytes::from_static(&[
+                0, 1, 0, 0, 0, 1, 0, 6, b'o', b'r', b'd', b'e', b'r', b's',
+            ]),
         }],
         ..Default::default()
     };
@@ -152,9 +145,7 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
                 committed_offset: 42,
                 committed_leader_epoch: -1,
                 committed_metadata: Some(String::new()),
-                ..Default::default()
             }],
-            ..Default::default()
         }],
         ..Default::default()
     };
@@ -167,9 +158,7 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
                 partition_index: 0,
                 current_leader_epoch: -1,
                 timestamp: -2,
-                ..Default::default()
             }],
-            ..Default::default()
         }],
         ..Default::default()
     };
@@ -182,7 +171,6 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
         assignments: vec![SyncGroupRequestAssignment {
             member_id: "m-1".into(),
             assignment: Bytes::from_static(&[0, 1, 0, 0, 0, 0, 0, 0, 0, 0]),
-            ..Default::default()
         }],
         ..Default::default()
     };
@@ -191,11 +179,9 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
             resource_type: 2,
             resource_name: "orders".into(),
             configuration_keys: Some(vec!["retention.ms".into()]),
-            ..Default::default()
         }],
         include_synonyms: true,
         include_documentation: true,
-        ..Default::default()
     };
     let incremental = IncrementalAlterConfigsRequest {
         resources: vec![IncrementalAlterConfigsRequestAlterConfigsResource {
@@ -205,12 +191,9 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
                 name: "retention.ms".into(),
                 config_operation: 0,
                 value: Some("1000".into()),
-                ..Default::default()
             }],
-            ..Default::default()
         }],
         validate_only: false,
-        ..Default::default()
     };
     vec![
         ("produce", RequestBody::Produce(produce)),
@@ -222,8 +205,14 @@ fn rich_bodies() -> Vec<(&'static str, RequestBody)> {
         ("offset_commit", RequestBody::OffsetCommit(commit)),
         ("list_offsets", RequestBody::ListOffsets(list_offsets)),
         ("sync_group", RequestBody::SyncGroup(sync)),
-        ("describe_configs", RequestBody::DescribeConfigs(describe_configs)),
-        ("incremental_alter_configs", RequestBody::IncrementalAlterConfigs(incremental)),
+        (
+            "describe_configs",
+            RequestBody::DescribeConfigs(describe_configs),
+        ),
+        (
+            "incremental_alter_configs",
+            RequestBody::IncrementalAlterConfigs(incremental),
+        ),
     ]
 }
 
@@ -285,7 +274,10 @@ fn build(opts: BatchOptions, n: i32) -> Vec<u8> {
     let mut b = BatchBuilder::new(opts);
     for i in 0..n {
         let key = format!("key-{i}");
-        let value = format!("value-{i}-{}", "x".repeat(usize::try_from(i % 7).unwrap_or(0)));
+        let value = format!(
+            "value-{i}-{}",
+            "x".repeat(usize::try_from(i % 7).unwrap_or(0))
+        );
         let headers = [
             Header {
                 key: b"trace",
@@ -308,7 +300,10 @@ pub fn batch_seeds() -> Vec<Seed> {
     let mut seeds = Vec::new();
     for codec in Compression::ALL {
         seeds.push((format!("{}-3", codec.name()), sample_batch(codec, 3, false)));
-        seeds.push((format!("{}-40-idempotent", codec.name()), sample_batch(codec, 40, true)));
+        seeds.push((
+            format!("{}-40-idempotent", codec.name()),
+            sample_batch(codec, 40, true),
+        ));
     }
     let variants: Vec<(&str, BatchOptions)> = vec![
         (
@@ -359,11 +354,21 @@ pub fn batch_seeds() -> Vec<Seed> {
         ..BatchOptions::default()
     });
     marker.append(TS, Some(&[0, 0, 0, 1]), Some(&[0, 0, 0, 0, 0, 0]), &[]);
-    seeds.push(("control-commit".into(), marker.build().expect("marker builds")));
+    seeds.push((
+        "control-commit".into(),
+        marker.build().expect("marker builds"),
+    ));
     // Bare compressed payloads (the codec checks sniff the magic), including LZ4 frames with
     // the optional descriptor features and linked blocks (the decoder's fallback path).
-    let text: Vec<u8> = (0..600u32).flat_map(|i| format!("record-{i};").into_bytes()).collect();
-    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+    let text: Vec<u8> = (0..600u32)
+        .flat_map(|i| format!("record-{i};").into_bytes())
+        .collect();
+    for codec in [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
         let packed = skiff_record::compress(codec, None, &text).expect("compress seed");
         seeds.push((format!("raw-{}", codec.name()), packed));
     }
@@ -396,6 +401,9 @@ pub fn batch_seeds() -> Vec<Seed> {
 
 // ---------------------------------------------------------------- segment directories
 
+/// One segment's files: base offset, `.log`, `.index`, `.timeindex`.
+type SegmentFiles = (u64, Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// Appends `batches` to a fresh log in a temp dir; returns the `.log`, `.index` and
 /// `.timeindex` of every segment after a clean close, in base offset order.
 fn build_log(
@@ -403,7 +411,7 @@ fn build_log(
     dense_index: bool,
     batches: &[Vec<u8>],
     roll_after: Option<usize>,
-) -> Vec<(u64, Vec<u8>, Vec<u8>, Vec<u8>)> {
+) -> Vec<SegmentFiles> {
     let dir = scratch.join("t-0");
     let _ = std::fs::remove_dir_all(&dir);
     let (mut log, _) = Log::open(
@@ -424,8 +432,12 @@ fn build_log(
             log.roll(crate::segment::NOW_MS).expect("roll");
         }
         let mut bytes = b.clone();
-        log.append_as_leader(&mut bytes, 3 + i32::try_from(i / 3).unwrap_or(0), crate::segment::NOW_MS)
-            .expect("append seed batch");
+        log.append_as_leader(
+            &mut bytes,
+            3 + i32::try_from(i / 3).unwrap_or(0),
+            crate::segment::NOW_MS,
+        )
+        .expect("append seed batch");
     }
     log.close(crate::segment::NOW_MS).expect("close seed log");
     let bases: Vec<u64> = log.segments().map(|s| s.base_offset() as u64).collect();

@@ -176,8 +176,11 @@ pub fn write_partition_dir(root: &Path, input: &SegmentInput) -> PathBuf {
         std::fs::write(dir.join(segment_name(0, ".timeindex")), tidx).expect("write .timeindex");
     }
     if let Some((base1, log1)) = &input.second {
-        std::fs::write(dir.join(segment_name(u64::from(*base1), ".log")), log_bytes(log1))
-            .expect("write second .log");
+        std::fs::write(
+            dir.join(segment_name(u64::from(*base1), ".log")),
+            log_bytes(log1),
+        )
+        .expect("write second .log");
     }
     dir
 }
@@ -234,8 +237,14 @@ fn run(dir: &Path, dense_index: bool) -> Outcome {
     drop(log);
 
     let (log2, report2) = open(dir, dense_index).expect("re-open of a recovered log");
-    assert_eq!(report2.truncated_bytes, 0, "second recovery cut more bytes: {report2:?}");
-    assert_eq!(report2.deleted_segments, 0, "second recovery deleted segments: {report2:?}");
+    assert_eq!(
+        report2.truncated_bytes, 0,
+        "second recovery cut more bytes: {report2:?}"
+    );
+    assert_eq!(
+        report2.deleted_segments, 0,
+        "second recovery deleted segments: {report2:?}"
+    );
     assert_eq!(
         (log2.log_start_offset(), log2.log_end_offset()),
         (start, end),
@@ -263,7 +272,8 @@ fn read_all(log: &Log) -> usize {
             // Only legitimate as a trailing gap: empty segments whose base offsets lie beyond
             // the last batch (the log end is the active segment's base). Kafka has the same.
             assert!(
-                log.segments().all(|s| s.base_offset() <= offset || s.size() == 0),
+                log.segments()
+                    .all(|s| s.base_offset() <= offset || s.size() == 0),
                 "read at {offset} returned nothing although a later segment holds data"
             );
             break;
@@ -285,13 +295,19 @@ fn read_all(log: &Log) -> usize {
         assert_eq!(pos_end, bytes.len(), "read returned a partial batch");
         assert!(!first, "read at {offset} returned bytes without a batch");
     }
-    assert!(offset <= end, "a batch read ends past the log end offset {end}");
+    assert!(
+        offset <= end,
+        "a batch read ends past the log end offset {end}"
+    );
     count
 }
 
 fn check_batch(view: &BatchView<'_>, offset: i64, first: bool) {
     if let Err(e) = view.verify_crc() {
-        panic!("read returned a batch with a bad CRC at offset {}: {e}", view.base_offset());
+        panic!(
+            "read returned a batch with a bad CRC at offset {}: {e}",
+            view.base_offset()
+        );
     }
     if first {
         assert!(
