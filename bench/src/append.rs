@@ -4,8 +4,9 @@
 //! fresh log with the default `LogConfig` (segment.bytes 1 GiB, so a 2 GiB run rolls twice),
 //! then appends `batches` client batches from a [`BatchPool`]. The timed region of each
 //! iteration is exactly what a broker does per produce batch:
-//! `validate_client_batch` + `append_as_leader` (or only the append, to show the validation
-//! cost). Re-stamping the pooled batch's timestamps/CRC (the client's work) is outside it.
+//! `validate_client_batch` + `append_validated` (the batch is not copied: the header and the
+//! borrowed records section go out in one `pwritev`), or only `append_as_leader` of the
+//! pooled batch, to show the validation cost. Re-stamping the pooled batch's timestamps/CRC (the client's work) is outside it.
 //! Throughput = batch bytes (or record payload bytes) / summed timed seconds.
 //!
 //! Timestamps: record `j` of a run (offset `j`) carries `ts0 + j` ms, so the log written by a
@@ -144,8 +145,7 @@ pub fn append_one(
         Some(cfg) => {
             let v = validate_client_batch(batch, cfg, now)
                 .map_err(|e| anyhow!("validation rejected a benchmark batch: {e:?}"))?;
-            let mut bytes = v.bytes;
-            log.append_as_leader(&mut bytes, 0, now)?
+            log.append_validated(&v, 0, now)?
         }
         None => log.append_as_leader(batch, 0, now)?,
     };

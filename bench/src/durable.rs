@@ -2,7 +2,7 @@
 //! acknowledged, with group commit across concurrent producers.
 //!
 //! Mental model: the broker's produce path for a durable topic is validate (no lock) ->
-//! lock the log, `append_as_leader`, unlock -> `SyncState::sync_to(last_offset + 1)` (no log
+//! lock the log, `append_validated`, unlock -> `SyncState::sync_to(last_offset + 1)` (no log
 //! lock; one fdatasync at a time covers everything appended before it started). Here one
 //! writer, or W writer threads sharing one `Log` behind a mutex, run that loop for a fixed
 //! duration with B-byte batches (1 KiB records). Reported: MB/s of batch bytes, appends/s,
@@ -60,9 +60,8 @@ pub fn run(dir: &Path, pool: &BatchPool, writers: usize, duration: Duration) -> 
                     let now = now_ms();
                     let v = skiff_storage::validate::validate_client_batch(src, vcfg, now)
                         .map_err(|e| anyhow!("validation rejected a benchmark batch: {e:?}"))?;
-                    let mut b = v.bytes;
-                    let len = b.len() as u64;
-                    let info = log.lock().append_as_leader(&mut b, 0, now)?;
+                    let len = v.size() as u64;
+                    let info = log.lock().append_validated(&v, 0, now)?;
                     fsyncs.fetch_add(
                         u64::from(sync.sync_to(info.last_offset + 1)?),
                         Ordering::Relaxed,

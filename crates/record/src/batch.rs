@@ -390,14 +390,37 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
 /// if either changed (Kafka's `DefaultRecordBatch.setMaxTimestamp`).
 pub fn set_max_timestamp(batch: &mut [u8], ts_type: TimestampType, max_ts: i64) {
     assert_batch(batch);
-    let attrs = be_i16(batch, ATTRIBUTES);
-    let new_attrs = (attrs & !ATTR_TIMESTAMP_TYPE) | ts_type.attr_bit();
-    if new_attrs == attrs && be_i64(batch, MAX_TIMESTAMP) == max_ts {
-        return;
+    if patch_max_timestamp(batch, ts_type, max_ts) {
+        recompute_crc(batch);
     }
-    batch[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&new_attrs.to_be_bytes());
-    batch[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&max_ts.to_be_bytes());
-    recompute_crc(batch);
+}
+
+/// [`set_max_timestamp`] for a batch held in two pieces: its 61-byte `header` and the records
+/// section `body` (which is only read, for the CRC). Returns whether anything changed.
+pub fn set_max_timestamp_split(
+    header: &mut [u8; BATCH_HEADER_BYTES],
+    body: &[u8],
+    ts_type: TimestampType,
+    max_ts: i64,
+) -> bool {
+    if !patch_max_timestamp(header, ts_type, max_ts) {
+        return false;
+    }
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[ATTRIBUTES..]), body);
+    header[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    true
+}
+
+/// Writes the timestamp type bit and `maxTimestamp` into a header; true if a byte changed.
+fn patch_max_timestamp(header: &mut [u8], ts_type: TimestampType, max_ts: i64) -> bool {
+    let attrs = be_i16(header, ATTRIBUTES);
+    let new_attrs = (attrs & !ATTR_TIMESTAMP_TYPE) | ts_type.attr_bit();
+    if new_attrs == attrs && be_i64(header, MAX_TIMESTAMP) == max_ts {
+        return false;
+    }
+    header[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&new_attrs.to_be_bytes());
+    header[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&max_ts.to_be_bytes());
+    true
 }
 
 /// Recomputes and stores the CRC-32C over `batch[21..]`.
@@ -546,6 +569,35 @@ mod tests {
         set_max_timestamp(&mut b, TimestampType::CreateTime, 5_000);
         assert_eq!(BatchView::new(&b).unwrap().attributes(), 0);
         assert_eq!(BatchView::new(&b).unwrap().crc(), crc1);
+    }
+
+    #[test]
+    fn split_mutator_matches_the_whole_batch_one() {
+        for (ts_type, max_ts) in [
+            (TimestampType::CreateTime, 1_000), // unchanged
+            (TimestampType::CreateTime, 7_777),
+            (TimestampType::LogAppendTime, 1_000),
+            (TimestampType::LogAppendTime, -1),
+        ] {
+            let mut whole = sample();
+            set_max_timestamp(&mut whole, ts_type, max_ts);
+            let original = sample();
+            let mut header = [0u8; BATCH_HEADER_BYTES];
+            header.copy_from_slice(&original[..BATCH_HEADER_BYTES]);
+            let changed = set_max_timestamp_split(
+                &mut header,
+                &original[BATCH_HEADER_BYTES..],
+                ts_type,
+                max_ts,
+            );
+            assert_eq!(changed, whole != original, "{ts_type:?} {max_ts}");
+            assert_eq!(
+                header[..],
+                whole[..BATCH_HEADER_BYTES],
+                "{ts_type:?} {max_ts}"
+            );
+            BatchView::new(&whole).unwrap().verify_crc().unwrap();
+        }
     }
 
     #[test]

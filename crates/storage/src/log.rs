@@ -2,7 +2,9 @@
 //!
 //! Mental model (spec §2): offsets are dense and assigned here on leader appends
 //! (`baseOffset = log end offset`, `partitionLeaderEpoch` stamped in place: neither is covered
-//! by the CRC). Bounds: `log_start_offset <= high_watermark <= log_end_offset`; consumers read
+//! by the CRC). The produce path hands over a [`ValidatedBatch`] (header copy + records section
+//! borrowed from the request) and [`Log::append_validated`] writes both with one `pwritev`, so
+//! an accepted batch is never copied in user space. Bounds: `log_start_offset <= high_watermark <= log_end_offset`; consumers read
 //! below a caller-supplied bound (HW/LSO), replicas up to the log end. The `recovery_point` is the
 //! offset below which data is known fsynced; an unclean start re-validates only after it.
 //!
@@ -19,17 +21,19 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skiff_record::{BatchView, TimestampType};
+use skiff_record::{BATCH_HEADER_BYTES, BatchView};
 use skiff_types::TopicPartition;
 
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::leader_epoch::LeaderEpochCache;
-use crate::producer_state::Check;
 use crate::producer_state::partition::PartitionProducers;
+use crate::producer_state::{Check, DuplicateBatch};
 use crate::retention::{self, RetentionInput, SegmentFacts};
+use crate::segment::scan::BatchHeader;
 use crate::segment::{DELETED_SUFFIX, LogSegment, RollParams, SegmentOptions};
 use crate::sync::SyncState;
+use crate::validate::ValidatedBatch;
 
 /// Name of the leader-epoch checkpoint inside a partition directory.
 pub const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
@@ -182,61 +186,104 @@ impl Log {
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendInfo> {
-        if let Check::Duplicate(d) = self.check_producer_state(batch)? {
-            let records = BatchView::new(batch).map_or(0, |v| v.records_count().max(0));
-            return Ok(AppendInfo {
-                base_offset: d.first_offset,
-                last_offset: d.last_offset,
-                max_timestamp: d.timestamp,
-                record_count: records,
-                size: 0,
-                needs_sync: self.config.is_durable(),
-                duplicate: true,
-            });
+        let header = header_of(batch)?;
+        if let Check::Duplicate(d) = self.check_producer_header(&header)? {
+            return Ok(self.duplicate(&d, header.records_count));
         }
         let base = self.log_end_offset;
         skiff_record::set_base_offset(batch, base);
         skiff_record::set_partition_leader_epoch(batch, leader_epoch);
-        self.append_batch(batch, now_ms)
+        let header = rebased(&header, base, leader_epoch)?;
+        self.append_split(&header, batch, &[], now_ms)
+    }
+
+    /// [`Log::append_as_leader`] for the output of
+    /// [`validate_client_batch`](crate::validate::validate_client_batch), without copying it:
+    /// the 61-byte header is copied and stamped with the base offset and `leader_epoch`, then
+    /// written together with the (borrowed) records section in one `pwritev`.
+    pub fn append_validated(
+        &mut self,
+        batch: &ValidatedBatch<'_>,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        let mut bytes = batch.header;
+        let body: &[u8] = &batch.body;
+        let header = BatchHeader::parse(0, &bytes)
+            .filter(|h| h.size as usize == BATCH_HEADER_BYTES + body.len())
+            .filter(|_| bytes[MAGIC_AT] as i8 == skiff_record::MAGIC_V2)
+            .ok_or_else(|| {
+                StorageError::InvalidArgument(format!(
+                    "append of an invalid batch: header and {} byte body disagree",
+                    body.len()
+                ))
+            })?;
+        if let Check::Duplicate(d) = self.check_producer_header(&header)? {
+            return Ok(self.duplicate(&d, header.records_count));
+        }
+        let base = self.log_end_offset;
+        skiff_record::set_base_offset(&mut bytes, base);
+        skiff_record::set_partition_leader_epoch(&mut bytes, leader_epoch);
+        let header = rebased(&header, base, leader_epoch)?;
+        self.append_split(&header, &bytes, body, now_ms)
+    }
+
+    /// The answer to an idempotent retry: the original batch's placement, nothing appended.
+    fn duplicate(&self, d: &DuplicateBatch, records_count: i32) -> AppendInfo {
+        AppendInfo {
+            base_offset: d.first_offset,
+            last_offset: d.last_offset,
+            max_timestamp: d.timestamp,
+            record_count: records_count.max(0),
+            size: 0,
+            needs_sync: self.config.is_durable(),
+            duplicate: true,
+        }
     }
 
     /// Appends a batch whose offsets were assigned by a leader (replication, tests).
     /// Its base offset must be at or past the log end.
     pub fn append_as_follower(&mut self, batch: &[u8], now_ms: i64) -> Result<AppendInfo> {
-        self.append_batch(batch, now_ms)
+        let header = header_of(batch)?;
+        self.append_split(&header, batch, &[], now_ms)
     }
 
-    fn append_batch(&mut self, batch: &[u8], now_ms: i64) -> Result<AppendInfo> {
-        let view = BatchView::new(batch).map_err(|e| {
-            StorageError::InvalidArgument(format!("append of an invalid batch: {e}"))
-        })?;
-        let base = view.base_offset();
-        let last = view.last_offset();
+    /// Appends the batch `head ++ tail` described by `header` (offsets assigned).
+    fn append_split(
+        &mut self,
+        header: &BatchHeader,
+        head: &[u8],
+        tail: &[u8],
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        let size = head.len() + tail.len();
+        let base = header.base_offset;
+        let last = header.last_offset;
         if base < self.log_end_offset {
             return Err(StorageError::InvalidArgument(format!(
                 "batch base offset {base} is below the log end offset {}",
                 self.log_end_offset
             )));
         }
-        if batch.len() as u64 > self.config.segment_bytes {
+        if size as u64 > self.config.segment_bytes {
             return Err(StorageError::RecordListTooLarge {
-                size: batch.len(),
+                size,
                 segment_bytes: self.config.segment_bytes,
             });
         }
-        let max_ts = match view.timestamp_type() {
-            TimestampType::LogAppendTime | TimestampType::CreateTime => view.max_timestamp(),
-        };
-        self.maybe_roll(batch.len() as u64, max_ts, base, last, now_ms)?;
-        self.active_mut().append(batch, last, max_ts)?;
-        let epoch = view.partition_leader_epoch();
+        // LogAppendTime batches carry the append time in maxTimestamp, CreateTime ones the
+        // largest record timestamp: either way the header field is the batch's timestamp.
+        let max_ts = header.max_timestamp;
+        self.maybe_roll(size as u64, max_ts, base, last, now_ms)?;
+        self.active_mut().append_split(head, tail, last, max_ts)?;
+        let epoch = header.partition_leader_epoch;
         if epoch >= 0 && self.epochs.latest_epoch().is_none_or(|e| epoch > e) {
             self.epochs.assign(epoch, base);
             self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
         }
         self.log_end_offset = last + 1;
-        self.record_producer_batch(&view, base, last);
-        let records = view.records_count().max(0);
+        self.record_producer_batch(header, base, last);
+        let records = header.records_count.max(0);
         self.unflushed_messages += i64::from(records);
         let durable = self.config.is_durable();
         let file = Arc::clone(self.active().file());
@@ -246,7 +293,7 @@ impl Log {
             last_offset: last,
             max_timestamp: max_ts,
             record_count: records,
-            size: batch.len(),
+            size,
             needs_sync: durable,
             duplicate: false,
         })
@@ -536,6 +583,54 @@ pub enum DeleteRecordsError {
     OffsetOutOfRange { offset: i64, high_watermark: i64 },
     #[error(transparent)]
     Storage(StorageError),
+}
+
+/// Byte offset of the magic byte in a batch header.
+const MAGIC_AT: usize = 16;
+
+/// The header fields of one whole batch (framing checked by `BatchView::new`).
+fn header_of(batch: &[u8]) -> Result<BatchHeader> {
+    let view = BatchView::new(batch)
+        .map_err(|e| StorageError::InvalidArgument(format!("append of an invalid batch: {e}")))?;
+    let base_offset = view.base_offset();
+    let last_offset = base_offset
+        .checked_add(i64::from(view.last_offset_delta()))
+        .ok_or_else(|| {
+            StorageError::InvalidArgument(format!(
+                "append of an invalid batch: base offset {base_offset} + last offset delta {} \
+                 overflows",
+                view.last_offset_delta()
+            ))
+        })?;
+    Ok(BatchHeader {
+        position: 0,
+        size: u32::try_from(view.size()).unwrap_or(u32::MAX),
+        base_offset,
+        last_offset,
+        partition_leader_epoch: view.partition_leader_epoch(),
+        max_timestamp: view.max_timestamp(),
+        attributes: view.attributes(),
+        producer_id: view.producer_id(),
+        producer_epoch: view.producer_epoch(),
+        base_sequence: view.base_sequence(),
+        records_count: view.records_count(),
+    })
+}
+
+/// `header` after the leader stamped `base` and `epoch` into it.
+fn rebased(header: &BatchHeader, base: i64, epoch: i32) -> Result<BatchHeader> {
+    let delta = header.last_offset.wrapping_sub(header.base_offset);
+    let last_offset = base.checked_add(delta).ok_or_else(|| {
+        StorageError::InvalidArgument(format!(
+            "batch of {delta} offsets does not fit after offset {base}"
+        ))
+    })?;
+    Ok(BatchHeader {
+        base_offset: base,
+        last_offset,
+        partition_leader_epoch: epoch,
+        ..*header
+    })
 }
 
 pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {

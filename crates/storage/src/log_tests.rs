@@ -91,3 +91,123 @@ fn roll_truncate_and_retention() {
     assert!(deleted >= 1);
     assert!(log.log_start_offset() > 0);
 }
+
+/// The whole log's bytes, segment after segment.
+fn log_bytes(log: &Log) -> Vec<u8> {
+    let mut out = Vec::new();
+    for seg in log.segments() {
+        out.extend(std::fs::read(seg.log_path()).unwrap());
+    }
+    out
+}
+
+#[test]
+fn append_validated_writes_what_append_as_leader_writes() {
+    use skiff_record::{Compression, TimestampType};
+
+    use crate::validate::{TargetCompression, ValidationConfig, validate_client_batch};
+
+    let configs = [
+        ValidationConfig::default(),
+        ValidationConfig {
+            timestamp_type: TimestampType::LogAppendTime,
+            ..ValidationConfig::default()
+        },
+        ValidationConfig {
+            compression: TargetCompression::Codec {
+                codec: Compression::Zstd,
+                level: None,
+            },
+            ..ValidationConfig::default()
+        },
+    ];
+    for cfg in configs {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (mut split, mut whole) = (open(a.path(), true), open(b.path(), true));
+        for i in 0..12i64 {
+            let codec = Compression::ALL[i as usize % Compression::ALL.len()];
+            let mut builder = BatchBuilder::new(BatchOptions {
+                compression: codec,
+                producer_id: if i % 3 == 0 { 9 } else { -1 },
+                producer_epoch: if i % 3 == 0 { 0 } else { -1 },
+                base_sequence: if i % 3 == 0 { (i / 3 * 4) as i32 } else { -1 },
+                ..BatchOptions::default()
+            });
+            for r in 0..4 {
+                let v = format!("value-{i}-{r}");
+                builder.append(1000 + i * 10 + r, Some(b"k"), Some(v.as_bytes()), &[]);
+            }
+            let client = builder.build().unwrap();
+            let v = validate_client_batch(&client, &cfg, 5000 + i).unwrap();
+            let x = split.append_validated(&v, 7, 0).unwrap();
+            let y = whole.append_as_leader(&mut v.to_vec(), 7, 0).unwrap();
+            assert_eq!(x, y, "{cfg:?} batch {i}");
+            assert_eq!(x.size, v.size());
+            if i == 5 {
+                split.roll(0).unwrap();
+                whole.roll(0).unwrap();
+            }
+        }
+        assert_eq!(log_bytes(&split), log_bytes(&whole), "{cfg:?}");
+        assert_eq!(split.log_end_offset(), 48);
+        assert_eq!(split.segment_count(), 2);
+        assert_eq!(split.leader_epochs().latest_epoch(), Some(7));
+        // Every stored batch is whole, stamped, and has a good CRC.
+        let bytes = log_bytes(&split);
+        let mut next = 0;
+        for item in skiff_record::batches(&bytes) {
+            let (_, view) = item.unwrap();
+            view.verify_crc().unwrap();
+            assert_eq!(
+                (view.base_offset(), view.partition_leader_epoch()),
+                (next, 7)
+            );
+            next = view.next_offset();
+        }
+        assert_eq!(next, 48);
+    }
+}
+
+#[test]
+fn append_validated_detects_duplicates_and_inconsistent_pieces() {
+    use crate::validate::{ValidationConfig, validate_client_batch};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), true);
+    let mut builder = BatchBuilder::new(BatchOptions {
+        producer_id: 3,
+        producer_epoch: 0,
+        base_sequence: 0,
+        ..BatchOptions::default()
+    });
+    builder.append(100, Some(b"k"), Some(b"v"), &[]);
+    builder.append(101, Some(b"k"), Some(b"w"), &[]);
+    let client = builder.build().unwrap();
+    log.append_as_leader(&mut batch(3, 50), 0, 0).unwrap();
+    let v = validate_client_batch(&client, &ValidationConfig::default(), 200).unwrap();
+    let first = log.append_validated(&v, 0, 0).unwrap();
+    assert_eq!((first.base_offset, first.duplicate), (3, false));
+    let again = log.append_validated(&v, 0, 0).unwrap();
+    assert!(again.duplicate);
+    assert_eq!(
+        (again.base_offset, again.last_offset, again.size),
+        (3, 4, 0)
+    );
+    assert_eq!(log.log_end_offset(), 5);
+
+    // A body that disagrees with the header's batchLength appends nothing.
+    let size_before = log.size_bytes();
+    let mut short = validate_client_batch(&batch(2, 300), &ValidationConfig::default(), 400)
+        .unwrap()
+        .into_owned();
+    short.body.to_mut().pop();
+    let e = log.append_validated(&short, 0, 0).unwrap_err();
+    assert!(e.to_string().contains("disagree"), "{e}");
+    let mut bad_magic = validate_client_batch(&batch(2, 300), &ValidationConfig::default(), 400)
+        .unwrap()
+        .into_owned();
+    bad_magic.header[16] = 1;
+    assert!(log.append_validated(&bad_magic, 0, 0).is_err());
+    assert_eq!(log.size_bytes(), size_before);
+    assert_eq!(log.log_end_offset(), 5);
+}

@@ -45,9 +45,7 @@ fn produce(
     now: i64,
 ) -> Result<AppendInfo, ErrorCode> {
     let v = validate_client_batch(batch, cfg, now).map_err(|e| e.code)?;
-    let mut bytes = v.bytes;
-    log.append_as_leader(&mut bytes, 0, now)
-        .map_err(|e| e.error_code())
+    log.append_validated(&v, 0, now).map_err(|e| e.error_code())
 }
 
 fn ts_offset(offset: i64, timestamp: i64, epoch: i32) -> Option<TimestampOffset> {
@@ -172,8 +170,7 @@ fn log_append_time_rewrites_only_max_timestamp_and_crc() {
     assert_eq!(v.log_append_time_ms, NOW);
     assert_eq!(v.max_timestamp, NOW);
     assert!(!v.recompressed, "producer codec kept");
-    let mut bytes = v.bytes;
-    log.append_as_leader(&mut bytes, 2, NOW).unwrap();
+    log.append_validated(&v, 2, NOW).unwrap();
     let stored = read_all(&log, i64::MAX);
     assert_eq!(stored.len(), 1);
     let view = BatchView::new(&stored[0]).unwrap();

@@ -189,7 +189,7 @@ fn produce_one(
         ));
     }
     let vcfg = validation_config(log.lock().config());
-    let mut validated = validate_client_batch(bytes, &vcfg, now).map_err(|e| PartitionFailure {
+    let validated = validate_client_batch(bytes, &vcfg, now).map_err(|e| PartitionFailure {
         code: e.code,
         message: e.message,
         record_errors: e.record_errors,
@@ -198,7 +198,7 @@ fn produce_one(
     let (info_append, log_start, sync) = {
         let mut l = log.lock();
         let appended = l
-            .append_as_leader(&mut validated.bytes, LEADER_EPOCH, now)
+            .append_validated(&validated, LEADER_EPOCH, now)
             .map_err(|e| append_failure(&tp, e))?;
         if !appended.needs_sync && !appended.duplicate {
             let leo = l.log_end_offset();

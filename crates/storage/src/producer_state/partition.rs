@@ -24,6 +24,7 @@ use super::snapshot::SnapshotFiles;
 use super::{Check, ProducerBatch, ProducerEntrySnapshot, ProducerStateManager};
 use crate::error::{IoContext, Result, StorageError};
 use crate::log::Log;
+use crate::segment::scan::BatchHeader;
 
 /// The producer state of one partition and its snapshot files.
 #[derive(Debug, Default)]
@@ -65,11 +66,19 @@ impl Log {
             .check(&ProducerBatch::from_view(&view))?)
     }
 
+    /// [`Log::check_producer_state`] for a batch known by its header fields.
+    pub(crate) fn check_producer_header(&self, header: &BatchHeader) -> Result<Check> {
+        Ok(self
+            .producers
+            .state
+            .check(&ProducerBatch::from_header(header))?)
+    }
+
     /// Records a batch just appended at `[base, last]`.
-    pub(crate) fn record_producer_batch(&mut self, view: &BatchView<'_>, base: i64, last: i64) {
+    pub(crate) fn record_producer_batch(&mut self, header: &BatchHeader, base: i64, last: i64) {
         self.producers
             .state
-            .update(&ProducerBatch::from_view(view), base, last);
+            .update(&ProducerBatch::from_header(header), base, last);
     }
 
     /// After a roll to `new_base`: the state reflects the log up to there; snapshot it.
