@@ -59,13 +59,21 @@ pub fn check_record_batch(data: &[u8]) -> Outcome {
     // 2. As exactly one batch.
     let single = BatchView::new(data);
     if let Ok(view) = &single {
-        assert_eq!(view.size(), data.len(), "BatchView::new accepted a partial slice");
+        assert_eq!(
+            view.size(),
+            data.len(),
+            "BatchView::new accepted a partial slice"
+        );
         assert_eq!(
             peek_batch_size(data).ok().flatten(),
             Some(data.len()),
             "peek_batch_size disagrees with BatchView::new"
         );
-        assert_eq!(first, Some(data.len()), "batches() disagrees with BatchView::new");
+        assert_eq!(
+            first,
+            Some(data.len()),
+            "batches() disagrees with BatchView::new"
+        );
         let _ = inspect(view);
     }
 
@@ -98,13 +106,16 @@ fn validate_and_check(data: &[u8], single: Option<&BatchView<'_>>) -> Outcome {
             let Some(input) = single else {
                 panic!("validation accepted bytes that BatchView::new refuses");
             };
-            let out = BatchView::new(&v.bytes).expect("validated output is one whole batch");
-            out.verify_crc().expect("validated output has a correct CRC");
+            let whole = v.to_vec();
+            assert_eq!(whole.len(), v.size());
+            let out = BatchView::new(&whole).expect("validated output is one whole batch");
+            out.verify_crc()
+                .expect("validated output has a correct CRC");
             assert_eq!(out.records_count(), v.record_count);
             assert_eq!(out.records_count(), input.records_count());
             assert_eq!(out.max_timestamp(), v.max_timestamp);
             assert_eq!(out.timestamp_type(), TimestampType::CreateTime);
-            let original = owned_records(&input).expect("validated input's records parse");
+            let original = owned_records(input).expect("validated input's records parse");
             let stored = owned_records(&out).expect("validated output's records parse");
             assert_eq!(original, stored, "validation changed the records");
             check_recompression(data, input, &original);
@@ -126,8 +137,11 @@ fn check_recompression(data: &[u8], input: &BatchView<'_>, original: &[OwnedReco
     };
     match validate_client_batch(data, &cfg, NOW_MS) {
         Ok(v) => {
-            let out = BatchView::new(&v.bytes).expect("recompressed output is one whole batch");
-            out.verify_crc().expect("recompressed output has a correct CRC");
+            let whole = v.to_vec();
+            assert_eq!(whole.len(), v.size());
+            let out = BatchView::new(&whole).expect("recompressed output is one whole batch");
+            out.verify_crc()
+                .expect("recompressed output has a correct CRC");
             assert_eq!(out.compression().ok(), Some(target));
             assert_eq!(out.timestamp_type(), TimestampType::LogAppendTime);
             assert_eq!(out.max_timestamp(), NOW_MS);
@@ -136,7 +150,11 @@ fn check_recompression(data: &[u8], input: &BatchView<'_>, original: &[OwnedReco
             assert_eq!(out.producer_id(), input.producer_id());
             assert_eq!(out.base_sequence(), input.base_sequence());
             let stored = owned_records(&out).expect("recompressed records parse");
-            assert_eq!(original, stored.as_slice(), "recompression changed the records");
+            assert_eq!(
+                original,
+                stored.as_slice(),
+                "recompression changed the records"
+            );
             assert_eq!(v.recompressed, input.compression().ok() != Some(target));
         }
         Err(e) => assert_eq!(
