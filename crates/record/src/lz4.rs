@@ -27,8 +27,9 @@
 //! right after the magic; Kafka's reader does not).
 //!
 //! Bounds: output never exceeds `max_bytes` ([`RecordError::DecompressedTooLarge`] as soon as
-//! it would); the initial allocation is at most `max_bytes` and at most the declared content
-//! size or the frame's block count times its block size. Pure functions, thread-safe.
+//! it would); the initial allocation is the declared content size or the frame's block count
+//! times its block size, capped by `max_bytes` and by 256 times the input length (LZ4's
+//! largest possible expansion). Pure functions, thread-safe.
 
 use twox_hash::XxHash32;
 
@@ -92,11 +93,7 @@ pub(crate) fn decompress_lz4(data: &[u8], max_bytes: usize) -> Result<Vec<u8>, R
 fn decode_frame(data: &[u8], max_bytes: usize) -> Result<Vec<u8>, Stop> {
     let header = parse_header(data)?;
     let rest = &data[header.len..];
-    let estimate = match header.content_size {
-        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => count_blocks(rest, header.block_checksums).saturating_mul(header.block_max),
-    };
-    let mut out = Vec::with_capacity(estimate.min(max_bytes));
+    let mut out = Vec::with_capacity(initial_capacity(&header, rest, data.len(), max_bytes));
     // `out[..filled]` is output; `out[filled..]` is zeroed scratch kept for the next block.
     let mut filled = 0usize;
     let rest = decode_blocks(rest, &header, max_bytes, &mut out, &mut filled)?;
@@ -117,6 +114,22 @@ fn decode_frame(data: &[u8], max_bytes: usize) -> Result<Vec<u8>, Stop> {
         }
     }
     Ok(out)
+}
+
+/// The output reservation: the declared content size, else block count x block size; capped
+/// by `max_bytes` and by 256 x the input length (LZ4 expands at most ~255:1, so a short input
+/// cannot reserve much whatever it declares).
+fn initial_capacity(
+    header: &FrameHeader,
+    blocks: &[u8],
+    input_len: usize,
+    max_bytes: usize,
+) -> usize {
+    let estimate = match header.content_size {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        None => count_blocks(blocks, header.block_checksums).saturating_mul(header.block_max),
+    };
+    estimate.min(input_len.saturating_mul(256)).min(max_bytes)
 }
 
 /// Parses magic + frame descriptor + header checksum; `Unusual` for anything but a standard
@@ -545,6 +558,20 @@ mod tests {
         lying[6..14].copy_from_slice(&u64::MAX.to_le_bytes());
         lying[14] = (XxHash32::oneshot(0, &lying[4..14]) >> 8) as u8;
         assert!(decompress_lz4(&lying, 1 << 20).is_err());
+        let h = parse_header(&lying).ok().unwrap();
+        let cap = initial_capacity(&h, &lying[h.len..], lying.len(), 256 << 20);
+        assert_eq!(cap, lying.len() * 256);
+        // Many empty stored blocks of a 4 MiB frame: the block count does not reserve 4 MiB
+        // per block either.
+        let empty: Vec<(bool, &[u8])> = vec![(true, b""); 100];
+        let mut many = hand_frame(&empty);
+        many[5] = 0x70; // BD: 4 MiB blocks
+        many[6] = (XxHash32::oneshot(0, &many[4..6]) >> 8) as u8;
+        let h = parse_header(&many).ok().unwrap();
+        assert_eq!(h.block_max, 4 << 20);
+        let cap = initial_capacity(&h, &many[h.len..], many.len(), 256 << 20);
+        assert_eq!(cap, many.len() * 256);
+        assert_eq!(decompress_lz4(&many, 256 << 20).unwrap(), b"");
     }
 
     #[test]
