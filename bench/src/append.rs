@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, ensure};
-use skiff_storage::validate::{TargetCompression, ValidationConfig, validate_client_batch};
+use skiff_storage::validate::{ValidationConfig, validate_client_batch};
 use skiff_storage::{Log, LogConfig, LogOpenOptions};
 use skiff_types::TopicPartition;
 
@@ -44,18 +44,6 @@ impl AppendRun {
     }
     pub fn payload_mb_s(&self) -> f64 {
         self.payload_bytes as f64 / self.timed.as_secs_f64() / crate::report::MB
-    }
-}
-
-/// The validation settings a broker derives from a topic's `LogConfig`.
-pub fn validation_config(cfg: &LogConfig) -> ValidationConfig {
-    ValidationConfig {
-        timestamp_type: cfg.timestamp_type,
-        before_max_ms: cfg.timestamp_before_max_ms,
-        after_max_ms: cfg.timestamp_after_max_ms,
-        compression: TargetCompression::Producer,
-        max_message_bytes: cfg.max_message_bytes,
-        compacted: cfg.cleanup_policy_compact,
     }
 }
 
@@ -90,7 +78,7 @@ pub fn raw_write_once(path: &Path, pool: &mut BatchPool, batches: u64) -> Result
 /// `validate_client_batch` alone over the same batch sequence (CPU only, no I/O): the
 /// validation share of the produce path. Returns MB/s of batch bytes.
 pub fn validate_only(pool: &mut BatchPool, batches: u64) -> Result<f64> {
-    let vcfg = validation_config(&LogConfig::default());
+    let vcfg = LogConfig::default().validation_config();
     let n = pool.records_per_batch;
     let mut next_ts = now_ms() - 3_600_000;
     let mut timed = Duration::ZERO;
@@ -127,12 +115,7 @@ pub fn open_log(dir: &Path, cfg: LogConfig, now_ms: i64) -> Result<Log> {
     Ok(log)
 }
 
-/// Milliseconds since the epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use skiff_storage::log_manager::now_ms;
 
 /// Validates (if `validate`) and appends one pooled batch; `now` is the batch's max timestamp.
 pub fn append_one(
@@ -161,7 +144,7 @@ pub fn run_once(
     validate: bool,
 ) -> Result<(AppendRun, Log)> {
     let cfg = LogConfig::default();
-    let vcfg = validation_config(&cfg);
+    let vcfg = cfg.validation_config();
     let ts0 = now_ms() - 3_600_000;
     let mut log = open_log(dir, cfg, ts0)?;
     let n = pool.records_per_batch;

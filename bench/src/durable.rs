@@ -18,7 +18,7 @@ use anyhow::{Result, anyhow};
 use parking_lot::Mutex;
 use skiff_storage::LogConfig;
 
-use crate::append::{now_ms, open_log, validation_config};
+use crate::append::{now_ms, open_log};
 use crate::machine::settle;
 use crate::payload::BatchPool;
 use crate::report::MB;
@@ -37,7 +37,7 @@ pub fn run(dir: &Path, pool: &BatchPool, writers: usize, duration: Duration) -> 
     let mut cfg = LogConfig::default();
     cfg.set("flush.messages", "1")
         .map_err(|e| anyhow!("flush.messages=1: {e}"))?;
-    let vcfg = validation_config(&cfg);
+    let vcfg = cfg.validation_config();
     let log = Arc::new(Mutex::new(open_log(dir, cfg, now_ms())?));
     let sync = Arc::clone(log.lock().sync());
     let bytes = AtomicU64::new(0);

@@ -9,7 +9,8 @@ use parking_lot::{Mutex, RwLock};
 use skiff_protocol::{
     ConfigRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord,
 };
-use skiff_record::{BatchBuilder, BatchOptions, BatchView};
+use skiff_record::{BatchBuilder, BatchOptions, RecordError};
+use skiff_storage::log_manager::now_ms;
 use skiff_storage::{Log, LogConfig, LogOpenOptions};
 use skiff_types::TopicPartition;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
@@ -42,13 +43,6 @@ pub struct MetadataStore {
 
 fn storage_err(e: impl std::fmt::Display) -> MetadataError {
     MetadataError::Storage(e.to_string())
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl MetadataStore {
@@ -356,13 +350,14 @@ fn replay(log: &Log, image: &mut MetadataImage) -> Result<(), MetadataError> {
         let read = log.read(offset, 1 << 20, end, true).map_err(storage_err)?;
         let Some(slice) = read.slice else { break };
         let bytes = slice.read_to_vec().map_err(storage_err)?;
-        let mut pos = 0;
         let mut progressed = false;
-        while let Ok(Some(size)) = skiff_record::peek_batch_size(&bytes[pos..]) {
-            if pos + size > bytes.len() {
-                break;
-            }
-            let view = BatchView::new(&bytes[pos..pos + size]).map_err(storage_err)?;
+        for batch in skiff_record::batches(&bytes) {
+            let view = match batch {
+                Ok((_, view)) => view,
+                // A read may end inside a batch; the next read starts at it.
+                Err(RecordError::Truncated { .. }) => break,
+                Err(e) => return Err(storage_err(e)),
+            };
             let data = view
                 .records_data(DECOMPRESSED_BATCH_BYTES_MAX)
                 .map_err(storage_err)?;
@@ -379,7 +374,6 @@ fn replay(log: &Log, image: &mut MetadataImage) -> Result<(), MetadataError> {
                 }
             }
             offset = view.next_offset();
-            pos += size;
             progressed = true;
         }
         if !progressed {

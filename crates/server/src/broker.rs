@@ -17,8 +17,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use skiff_metadata::{MetadataImage, MetadataStore, TopicInfo};
-use skiff_storage::validate::{TargetCompression, ValidationConfig};
-use skiff_storage::{LogConfig, LogManager, SharedLog, TopicCompression};
+use skiff_storage::{LogConfig, LogManager, SharedLog};
 use skiff_types::{ErrorCode, TopicPartition};
 use tokio::sync::watch;
 
@@ -290,22 +289,4 @@ fn log_config_for(configs: &dyn TopicConfigs, image: &MetadataImage, topic: &str
         .log_config(&overrides)
         .or_else(|_| configs.log_config(&BTreeMap::new()))
         .unwrap_or_default()
-}
-
-/// The validation settings of a topic, from its log config.
-pub fn validation_config(cfg: &LogConfig) -> ValidationConfig {
-    ValidationConfig {
-        timestamp_type: cfg.timestamp_type,
-        before_max_ms: cfg.timestamp_before_max_ms,
-        after_max_ms: cfg.timestamp_after_max_ms,
-        compression: match cfg.compression {
-            TopicCompression::Producer => TargetCompression::Producer,
-            TopicCompression::Codec(codec) => TargetCompression::Codec {
-                codec,
-                level: cfg.level_for(codec),
-            },
-        },
-        max_message_bytes: cfg.max_message_bytes,
-        compacted: cfg.cleanup_policy_compact,
-    }
 }

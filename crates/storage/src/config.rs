@@ -8,6 +8,8 @@
 
 use skiff_record::{Compression, TimestampType};
 
+use crate::validate::{TargetCompression, ValidationConfig};
+
 /// `compression.type` for a topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TopicCompression {
@@ -242,6 +244,24 @@ impl LogConfig {
     /// Durable mode: every append is fdatasynced before it is acknowledged.
     pub fn is_durable(&self) -> bool {
         self.flush_messages <= 1
+    }
+
+    /// The leader-side validation settings this config implies.
+    pub fn validation_config(&self) -> ValidationConfig {
+        ValidationConfig {
+            timestamp_type: self.timestamp_type,
+            before_max_ms: self.timestamp_before_max_ms,
+            after_max_ms: self.timestamp_after_max_ms,
+            compression: match self.compression {
+                TopicCompression::Producer => TargetCompression::Producer,
+                TopicCompression::Codec(codec) => TargetCompression::Codec {
+                    codec,
+                    level: self.level_for(codec),
+                },
+            },
+            max_message_bytes: self.max_message_bytes,
+            compacted: self.cleanup_policy_compact,
+        }
     }
 
     /// The compression level to use for `codec` when the broker recompresses.

@@ -31,7 +31,7 @@ use skiff_storage::{SharedLog, StorageError};
 use skiff_types::{ErrorCode, TopicPartition};
 
 use super::{Reply, RequestContext};
-use crate::broker::{Broker, LEADER_EPOCH, now_ms, validation_config};
+use crate::broker::{Broker, LEADER_EPOCH, now_ms};
 
 /// First Produce version allowed to carry zstd batches (KIP-110).
 const ZSTD_MIN_VERSION: i16 = 7;
@@ -188,7 +188,7 @@ fn produce_one(
             ),
         ));
     }
-    let vcfg = validation_config(log.lock().config());
+    let vcfg = log.lock().config().validation_config();
     let validated = validate_client_batch(bytes, &vcfg, now).map_err(|e| PartitionFailure {
         code: e.code,
         message: e.message,
