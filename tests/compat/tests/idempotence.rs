@@ -130,12 +130,15 @@ fn check_stored_batches(b: &Broker, topic: &str) {
 fn kafka_python_default_producer_records_read_back_exactly_once() {
     let b = Broker::start();
     create_topic(&b, "idem-kp");
-    // Default settings: only the bootstrap servers.
+    // Default idempotence settings (none given); only `batch_size` is lowered so that every
+    // partition's 100 records (~11 KiB) take several batches even when the producer is fast
+    // enough to fit them all in one default 16 KiB batch.
     let r = python(
         Python::PyPi,
         "kp.py",
         "produce",
-        &json!({"bootstrap": b.bootstrap(), "topic": "idem-kp", "messages": messages()}),
+        &json!({"bootstrap": b.bootstrap(), "topic": "idem-kp", "messages": messages(),
+                "config": {"batch_size": 2048}}),
     );
     check_reports(&r);
     check_read_back_exactly_once(&b, "idem-kp");
