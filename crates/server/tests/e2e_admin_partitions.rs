@@ -341,3 +341,51 @@ async fn e2e_admin_describe_cluster_log_dirs_and_leader_epochs() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// Like Kafka's controller, one CreateTopics may append at most 10,000 metadata records: a
+/// request over that fails whole with POLICY_VIOLATION and creates nothing; one at the limit
+/// is fine.
+#[tokio::test]
+async fn e2e_admin_create_topics_over_the_record_limit_is_a_policy_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, addr) = start_live(dir.path(), &[]).await;
+    let mut c = Client::connect(addr).await;
+    let huge = create_topic(&mut c, "huge", 1_000_000).await;
+    assert_eq!(
+        huge.error_code,
+        ErrorCode::PolicyViolation as i16,
+        "{huge:?}"
+    );
+    assert_eq!(
+        huge.error_message.as_deref(),
+        Some("Unable to perform excessively large batch operation.")
+    );
+    // Two topics that fit alone but not together: both refused.
+    let req = CreateTopicsRequest {
+        topics: ["a", "b"]
+            .into_iter()
+            .map(|name| CreatableTopic {
+                name: name.into(),
+                num_partitions: 6_000,
+                replication_factor: -1,
+                ..CreatableTopic::default()
+            })
+            .collect(),
+        timeout_ms: 10_000,
+        ..CreateTopicsRequest::default()
+    };
+    match c.call(7, req).await {
+        ResponseBody::CreateTopics(r) => {
+            assert_eq!(r.topics.len(), 2);
+            for t in r.topics {
+                assert_eq!(t.error_code, ErrorCode::PolicyViolation as i16, "{t:?}");
+            }
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let image = server.broker().image();
+    assert!(image.topic("huge").is_none() && image.topic("a").is_none());
+    assert!(image.topic("b").is_none());
+    // A normal topic on the same connection still works.
+    assert_eq!(create_topic(&mut c, "fine", 3).await.error_code, 0);
+}

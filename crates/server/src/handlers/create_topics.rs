@@ -8,7 +8,11 @@
 //! configs validated with the config layer's precise INVALID_CONFIG messages; an existing topic
 //! -> TOPIC_ALREADY_EXISTS. `validate_only` runs every check and creates nothing. From v5 the
 //! answer carries the partition count, replication factor and every topic config with its
-//! source; from v7 the topic id.
+//! source; from v7 the topic id. Like Kafka's controller (`MAX_RECORDS_PER_USER_OP`), one
+//! request may create at most [`MAX_RECORDS_PER_REQUEST`] metadata records (per topic one
+//! TopicRecord, one PartitionRecord per partition, one ConfigRecord per config); a larger one
+//! fails whole, every topic answered POLICY_VIOLATION "Unable to perform excessively large
+//! batch operation." (so a client cannot make the broker create millions of partition dirs).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,10 +29,50 @@ use crate::broker::TopicError;
 /// Live brokers in this cluster.
 const BROKERS: i16 = 1;
 
+/// Kafka's `QuorumController.MAX_RECORDS_PER_USER_OP`.
+pub const MAX_RECORDS_PER_REQUEST: u64 = 10_000;
+
+/// Metadata records creating `t` would append (an upper bound; invalid counts count as 1).
+fn records_for(ctx: &RequestContext<'_>, t: &CreatableTopic) -> u64 {
+    let partitions = match (t.assignments.is_empty(), t.num_partitions) {
+        (false, _) => t.assignments.len() as u64,
+        (true, -1) => u64::try_from(ctx.broker.settings.default_partitions).unwrap_or(1),
+        (true, n) => u64::try_from(n).unwrap_or(1),
+    };
+    1 + partitions + t.configs.len() as u64
+}
+
 pub fn handle(ctx: &RequestContext<'_>, req: CreateTopicsRequest) -> Reply {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for t in &req.topics {
         *counts.entry(t.name.as_str()).or_default() += 1;
+    }
+    let records: u64 = req
+        .topics
+        .iter()
+        .filter(|t| counts.get(t.name.as_str()).copied().unwrap_or(0) == 1)
+        .map(|t| records_for(ctx, t))
+        .sum();
+    if records > MAX_RECORDS_PER_REQUEST {
+        let mut answered = std::collections::HashSet::new();
+        let topics = req
+            .topics
+            .iter()
+            .filter(|t| answered.insert(t.name.as_str()))
+            .map(|t| {
+                failed(
+                    &t.name,
+                    TopicError::new(
+                        ErrorCode::PolicyViolation,
+                        "Unable to perform excessively large batch operation.",
+                    ),
+                )
+            })
+            .collect();
+        return Reply::Now(ResponseBody::CreateTopics(CreateTopicsResponse {
+            topics,
+            ..CreateTopicsResponse::default()
+        }));
     }
     let mut seen_duplicate = std::collections::HashSet::new();
     let mut topics = Vec::with_capacity(req.topics.len());
