@@ -10,7 +10,8 @@
 //!
 //! Endpoints (all JSON; the shapes live in [`model`]):
 //! - `GET /livez` -> 200 `{"status":"ok"}` whenever the process serves HTTP;
-//! - `GET /readyz` -> 200 `{"status":"ok"}` or 503 `{"status":"not_ready","reasons":[...]}`;
+//! - `GET /readyz` -> 200 `{"status":"ok"}` or 503 `{"status":"not_ready","reasons":[...]}`
+//!   (alias `/v1/status/ready`, Redpanda's path);
 //! - `GET /api/v1/partitions` -> every hosted partition ([`model::PartitionList`]);
 //! - `GET /api/v1/partitions/{topic}/{partition}` -> one partition plus the sections of
 //!   [`sections::SECTION_PROVIDERS`] ([`model::PartitionDetail`]); 404 if not hosted, 400
@@ -159,6 +160,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
     Router::new()
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
+        .route("/v1/status/ready", get(readyz))
         .route("/api/v1/partitions", get(list_partitions))
         .route(
             "/api/v1/partitions/{topic}/{partition}",

@@ -68,6 +68,11 @@ async fn probes_follow_startup_and_shutdown() {
         get(&state, "/readyz").await,
         (StatusCode::OK, json!({"status": "ok"}))
     );
+    assert_eq!(
+        get(&state, "/v1/status/ready").await,
+        (StatusCode::OK, json!({"status": "ok"})),
+        "Redpanda's alias"
+    );
 
     tx.send(true).unwrap();
     let (code, body) = get(&state, "/readyz").await;
