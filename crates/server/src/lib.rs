@@ -17,6 +17,7 @@
 //! connection are always in request order.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod admin_http;
 pub mod broker;
 pub mod connection;
 pub mod coordinator;

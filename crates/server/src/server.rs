@@ -1,12 +1,15 @@
 //! Starting and stopping the whole server: broker state, listeners, background work.
 //!
-//! Start: open the metadata log and every partition log (blocking, before serving), start the
-//! log manager's background ticker, bind every listener (port 0 = ephemeral; the advertised
-//! port then follows the bound one) and spawn one accept loop per listener.
+//! Start: bind the admin HTTP port if configured (first, so `/livez` answers and `/readyz`
+//! says "loading" during a long recovery), open the metadata log and every partition log
+//! (blocking, before serving), start the log manager's background ticker, bind every listener
+//! (port 0 = ephemeral; the advertised port then follows the bound one) and spawn one accept
+//! loop per listener; then tell the admin state the listeners are bound.
 //! Shutdown (SIGTERM/SIGINT in the binary): flip the shutdown watch (accept loops stop,
-//! connections stop reading at a frame boundary, long-polling fetches answer now), wait for
-//! connections to drain (bounded by `shutdown_drain_ms_max`), stop the ticker, then
-//! `LogManager::shutdown()` (flush, checkpoints, clean-shutdown marker) and close the metadata log.
+//! connections stop reading at a frame boundary, long-polling fetches answer now, `/readyz`
+//! turns 503), wait for connections to drain (bounded by `shutdown_drain_ms_max`), stop the
+//! admin port, stop the ticker, then `LogManager::shutdown()` (flush, checkpoints,
+//! clean-shutdown marker) and close the metadata log.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::admin_http::{AdminHttp, AdminState};
 use crate::broker::Broker;
 use crate::error::ServerError;
 use crate::handlers::ListenerInfo;
@@ -62,6 +66,7 @@ pub struct Server {
     drain_rx: mpsc::Receiver<()>,
     accept_tasks: Vec<JoinHandle<()>>,
     background: Option<BackgroundHandle>,
+    admin: Option<AdminHttp>,
 }
 
 impl Server {
@@ -75,12 +80,21 @@ impl Server {
         }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let listener_settings = settings.listeners.clone();
+        let admin_state = AdminState::new(shutdown_rx.clone());
+        // On an early return below, dropping `admin` stops the admin port again.
+        let admin = match &settings.admin_bind {
+            Some((host, port)) => {
+                Some(AdminHttp::bind(host, *port, Arc::clone(&admin_state)).await?)
+            }
+            None => None,
+        };
         let broker = {
             let rx = shutdown_rx.clone();
             tokio::task::spawn_blocking(move || Broker::open(settings, topic_configs, rx))
                 .await
                 .map_err(|e| ServerError::Settings(format!("startup task failed: {e}")))??
         };
+        admin_state.set_broker(&broker);
         let background = Some(broker.logs.start_background());
         crate::coordinator::GroupCoordinator::start(&broker);
         let limits = ConnectionLimits::new(
@@ -139,6 +153,7 @@ impl Server {
             )));
         }
         drop(drain_tx);
+        admin_state.set_listeners_bound();
         Ok(Server {
             broker,
             listeners,
@@ -146,12 +161,23 @@ impl Server {
             drain_rx,
             accept_tasks,
             background,
+            admin,
         })
     }
 
     /// The bound listeners, in configuration order.
     pub fn listeners(&self) -> &[BoundListener] {
         &self.listeners
+    }
+
+    /// The admin HTTP port's address, if `skiff.admin.listener` is set.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(AdminHttp::local_addr)
+    }
+
+    /// The ready line of the admin HTTP port, if bound (`skiff ready admin bind=...`).
+    pub fn admin_ready_line(&self) -> Option<String> {
+        self.admin.as_ref().map(AdminHttp::ready_line)
     }
 
     pub fn broker(&self) -> &Arc<Broker> {
@@ -174,6 +200,9 @@ impl Server {
                 "connections still open after {} ms; closing storage anyway",
                 drain.as_millis()
             );
+        }
+        if let Some(admin) = self.admin.take() {
+            admin.shutdown().await;
         }
         let background = self.background.take();
         let broker = Arc::clone(&self.broker);

@@ -83,6 +83,8 @@ pub struct ServerSettings {
     pub log_manager: LogManagerConfig,
     /// The group coordinator (`group.*`, `offsets.*`).
     pub groups: crate::coordinator::GroupSettings,
+    /// `skiff.admin.listener` parsed: (host, port) of the admin HTTP port; `None` = not bound.
+    pub admin_bind: Option<(String, u16)>,
 }
 
 impl ServerSettings {
@@ -109,6 +111,7 @@ impl ServerSettings {
                 ..LogManagerConfig::default()
             },
             groups: crate::coordinator::GroupSettings::default(),
+            admin_bind: None,
         }
     }
 

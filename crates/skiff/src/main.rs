@@ -1,13 +1,17 @@
-//! The `skiff` binary: `skiff serve [--config FILE] [--override KEY=VALUE]...`.
+//! The `skiff` binary: `skiff serve [--config FILE] [--override KEY=VALUE]...` and the
+//! operator CLI `skiff admin [--url URL] [--json] partitions | partition TOPIC PARTITION`
+//! (module [`admin`]).
 //!
 //! Mental model: parse the command line (clap), load the configuration (precedence
 //! `--override` > `KAFKA_*` environment > `--config` file > defaults; any error exits 2 with the
 //! message on stderr), set up tracing on stderr (`RUST_LOG` filter, `--log-format json`
 //! optional), start the server on a two-worker tokio runtime, print one
-//! `skiff ready listener=... bind=... advertised=...` line per listener on stdout, then wait for
+//! `skiff ready listener=... bind=... advertised=...` line per listener on stdout (then
+//! `skiff ready admin bind=...` if `skiff.admin.listener` is set), then wait for
 //! SIGTERM/SIGINT and shut down cleanly (flush, checkpoints, clean-shutdown marker), exiting 0.
 //! stdout carries only the ready lines; logs go to stderr.
 
+mod admin;
 mod settings;
 
 use std::io::Write;
@@ -38,6 +42,8 @@ struct Cli {
 enum Command {
     /// Run a broker in the foreground.
     Serve(ServeArgs),
+    /// Inspect a running broker through its admin HTTP port (`skiff.admin.listener`).
+    Admin(admin::AdminArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -63,6 +69,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Admin(args) => admin::run(args),
     }
 }
 
@@ -91,7 +98,14 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let server_settings = settings::server_settings(&config);
+    let mut server_settings = settings::server_settings(&config);
+    match settings::admin_bind(&config) {
+        Ok(bind) => server_settings.admin_bind = bind,
+        Err(e) => {
+            eprintln!("skiff: configuration error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    }
     let topic_configs = Arc::new(skiff_server::LiveConfig::new(config));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -118,6 +132,9 @@ fn serve(args: ServeArgs) -> ExitCode {
             let mut out = std::io::stdout().lock();
             for l in server.listeners() {
                 let _ = writeln!(out, "{}", l.ready_line());
+            }
+            if let Some(line) = server.admin_ready_line() {
+                let _ = writeln!(out, "{line}");
             }
             let _ = out.flush();
         }

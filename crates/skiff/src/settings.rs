@@ -59,6 +59,13 @@ pub fn server_settings(cfg: &BrokerConfig) -> ServerSettings {
     s
 }
 
+/// `skiff.admin.listener` as (host, port); `None` when unset or empty (no admin port).
+pub fn admin_bind(cfg: &BrokerConfig) -> Result<Option<(String, u16)>, String> {
+    skiff_server::admin_http::model::parse_bind(
+        cfg.value("skiff.admin.listener").as_deref().unwrap_or(""),
+    )
+}
+
 /// The group coordinator's settings from Kafka's `group.*` / `offsets.*` keys (values the
 /// coordinator cannot use are caught by `GroupConfig::validate` at start).
 pub fn group_settings(cfg: &BrokerConfig) -> GroupSettings {
@@ -168,6 +175,18 @@ mod tests {
         assert!(!s.auto_create_topics);
         assert_eq!(s.node_id, 7);
         assert_eq!(s.socket_request_bytes_max, 1000);
+    }
+
+    #[test]
+    fn admin_listener_is_off_by_default_and_parsed_when_set() {
+        assert_eq!(admin_bind(&load(&[])), Ok(None));
+        assert_eq!(admin_bind(&load(&["skiff.admin.listener="])), Ok(None));
+        assert_eq!(
+            admin_bind(&load(&["skiff.admin.listener=127.0.0.1:0"])),
+            Ok(Some(("127.0.0.1".to_string(), 0)))
+        );
+        let err = admin_bind(&load(&["skiff.admin.listener=9644"])).unwrap_err();
+        assert!(err.contains("host:port"), "{err}");
     }
 
     #[test]

@@ -140,6 +140,7 @@ pub(crate) const fn k(
 pub static SKIFF_BROKER_KEYS: &[KeySpec] = &[
     k("log.cleaner.compaction.strategy", ConfigType::String, Some("offset"), DynamicMode::ClusterWide, Support::Implemented, "Default compaction winner rule: offset, timestamp, header or header:<name> (KIP-280)."),
     k("log.cleaner.compaction.strategy.header", ConfigType::String, None, DynamicMode::ClusterWide, Support::Implemented, "Default header whose 8-byte value orders records under the header strategy."),
+    k("skiff.admin.listener", ConfigType::String, None, DynamicMode::ReadOnly, Support::Implemented, "host:port of the admin HTTP port (/livez, /readyz, /api/v1/...; port 0 = ephemeral); empty = not bound."),
 ];
 
 /// Looks a broker key up in Kafka's table, then Skiff's.

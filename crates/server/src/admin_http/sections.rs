@@ -1,0 +1,144 @@
+//! The extension point of `GET /api/v1/partitions/{topic}/{partition}`: per-partition
+//! sections contributed by subsystems (producer state now; the cleaner and delayed delivery
+//! next).
+//!
+//! Mental model: [`SECTION_PROVIDERS`] is a static list of plain functions. For a partition
+//! the broker hosts, the detail handler calls each provider in list order and puts every
+//! `Some((name, value))` under `"sections": {name: value}`; `None` means "nothing to say for
+//! this partition" (e.g. the topic is not compacted) and the section is left out. The CLI
+//! prints every section it gets, so a new provider shows up in `skiff admin partition` too.
+//!
+//! Adding a section (one line in the list below plus the function, anywhere):
+//!
+//! ```ignore
+//! pub fn cleaner(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
+//!     let log = broker.logs.get(tp)?;
+//!     let state = log.lock().cleaner_state();      // copy under the lock, then release it
+//!     Some(("cleaner", serde_json::to_value(state).ok()?))
+//! }
+//! // SECTION_PROVIDERS: &[producers, crate::cleaner::admin_section]
+//! ```
+//!
+//! Rules for a provider: it runs on the blocking pool (it may take a partition's log lock,
+//! briefly, and copy what it needs; never hold a lock while serialising or doing I/O); it
+//! must not panic; its name is unique in the list (a test checks it) and stable (scripts key
+//! on it); its value is a JSON object with snake_case fields and bounded size (cap long lists
+//! and say so, as `producers` does with `truncated`).
+
+use serde_json::{Value, json};
+use skiff_types::TopicPartition;
+
+use crate::broker::Broker;
+
+/// One section provider: `Some((section name, JSON document))` or `None` to leave it out.
+pub type SectionProvider = fn(&Broker, &TopicPartition) -> Option<(&'static str, Value)>;
+
+/// Every section provider, in the order they run. Add one line per subsystem.
+pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers];
+
+/// The most producers the `producers` section lists (the count is always exact).
+pub const PRODUCERS_LISTED_MAX: usize = 100;
+
+/// `producers`: the partition's idempotent-producer state (what DescribeProducers reports):
+/// `{"active": N, "producers": [{producer_id, producer_epoch, last_sequence, last_timestamp,
+/// current_txn_start_offset}...], "truncated": bool}`, in producer-id order.
+pub fn producers(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
+    let log = broker.logs.get(tp)?;
+    let all = log.lock().active_producers();
+    let listed: Vec<Value> = all
+        .iter()
+        .take(PRODUCERS_LISTED_MAX)
+        .map(|p| {
+            json!({
+                "producer_id": p.producer_id,
+                "producer_epoch": p.producer_epoch,
+                "last_sequence": p.last_sequence,
+                "last_timestamp": p.last_timestamp,
+                "current_txn_start_offset": p.current_txn_start_offset,
+            })
+        })
+        .collect();
+    Some((
+        "producers",
+        json!({
+            "active": all.len(),
+            "producers": listed,
+            "truncated": all.len() > PRODUCERS_LISTED_MAX,
+        }),
+    ))
+}
+
+/// Runs every provider for one partition.
+pub fn collect(broker: &Broker, tp: &TopicPartition) -> std::collections::BTreeMap<String, Value> {
+    SECTION_PROVIDERS
+        .iter()
+        .filter_map(|provider| provider(broker, tp))
+        .map(|(name, value)| (name.to_string(), value))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::settings::{ServerSettings, StorageTopicConfigs};
+
+    fn broker(dir: &std::path::Path) -> Arc<Broker> {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        Broker::open(
+            ServerSettings::with_log_dir(dir),
+            Arc::new(StorageTopicConfigs::default()),
+            rx,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn section_names_are_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = broker(dir.path());
+        b.create_topic("t", 1, Default::default()).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let mut names = BTreeSet::new();
+        for p in SECTION_PROVIDERS {
+            if let Some((name, _)) = p(&b, &tp) {
+                assert!(names.insert(name), "duplicate section {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn producers_section_counts_the_producers_of_a_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = broker(dir.path());
+        b.create_topic("t", 1, Default::default()).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let sections = collect(&b, &tp);
+        assert_eq!(
+            sections.get("producers"),
+            Some(&json!({"active": 0, "producers": [], "truncated": false}))
+        );
+        let log = b.logs.get(&tp).unwrap();
+        let mut builder = skiff_record::BatchBuilder::new(skiff_record::BatchOptions {
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence: 0,
+            ..skiff_record::BatchOptions::default()
+        });
+        builder.append(1_700_000_000_000, None, Some(b"v"), &[]);
+        let mut batch = builder.build().unwrap();
+        log.lock()
+            .append_as_leader(&mut batch, 0, crate::broker::now_ms())
+            .unwrap();
+        let v = &collect(&b, &tp)["producers"];
+        assert_eq!(v["active"], 1);
+        assert_eq!(v["producers"][0]["producer_id"], 7);
+        assert_eq!(v["producers"][0]["last_sequence"], 0);
+        assert!(
+            collect(&b, &TopicPartition::new("t", 1)).is_empty(),
+            "no section for a partition the broker does not host"
+        );
+    }
+}
