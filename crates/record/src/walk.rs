@@ -475,7 +475,8 @@ mod tests {
                 prop_assert!(matches!(got, Some(Ok(_))));
                 prop_assert_eq!(&seen, &r.3);
             }
-            prop_assert!(walk.next_with(&mut |_, _| {}).is_none());
+            let end = walk.next_with(&mut |_, _| ());
+            prop_assert!(end.is_none());
         }
 
         #[test]

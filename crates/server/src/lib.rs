@@ -20,6 +20,7 @@
 pub mod broker;
 pub mod connection;
 pub mod coordinator;
+pub mod delivery;
 pub mod error;
 pub mod fetch_session;
 pub mod handlers;
