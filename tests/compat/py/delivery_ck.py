@@ -159,6 +159,7 @@ def timed(p):
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "check.crcs": True,
+                **p.get("consumer_config", {}),
             }
         )
         c.assign([ck.TopicPartition(p["topic"], p.get("partition", 0), p.get("offset", 0))])

@@ -106,7 +106,8 @@ fn delivery_delayed_record_waits_and_blocks_later_records() {
         "d1",
         vec![msg("r", &[("__delay_ms", "3000")]), msg("s", &[])],
         2,
-        json!({}),
+        // Long polls of 5 s: a prompt delivery proves the DSO timer woke the waiting fetch.
+        json!({"consumer_config": {"fetch.wait.max.ms": 5000}}),
     );
     let reports = r["reports"].as_array().unwrap();
     assert_eq!(reports[0]["error"], Value::Null, "{r}");
@@ -122,6 +123,10 @@ fn delivery_delayed_record_waits_and_blocks_later_records() {
     );
     let due = append + 3_000;
     assert_in_window(&got[0], due, "R");
+    eprintln!(
+        "R delivered {} ms after its due time",
+        i(&got[0]["recv_ms"]) - due
+    );
     // S was stored (acknowledged) long before R's due time, but is not delivered before R.
     assert!(i(&reports[1]["ack_ms"]) < due - 1_000, "{r}");
     assert!(
