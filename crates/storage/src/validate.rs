@@ -28,7 +28,7 @@
 //!    Deviation: Kafka accepts the LogAppendTime bit on a CreateTime topic when the batch's
 //!    maxTimestamp is in bounds (and then flips the bit, changing what readers see); we reject
 //!    it (Skiff's rule). On a LogAppendTime topic both reject.
-//! 5b. delay-enabled topics (issue 8, [`crate::delivery`]): each record's delay headers are
+//!    Delay-enabled topics (issue 8, [`crate::delivery`]): each record's delay headers are
 //!    read in the same walk; a malformed, negative or (policy reject) too long delay is a
 //!    record error (INVALID_RECORD) naming the header; the batch's due time is the max.
 //! 6. output ([`ValidatedBatch`]: a 61-byte header copy + the records section, borrowed from

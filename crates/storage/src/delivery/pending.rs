@@ -136,6 +136,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn dso_table() {
         // (entries (offset, due), now, DSO after advance, next due, entries left)
         let cases: &[(&[(i64, i64)], i64, Option<i64>, Option<i64>, usize)] = &[

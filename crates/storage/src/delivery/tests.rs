@@ -31,6 +31,7 @@ fn due(
 }
 
 #[test]
+#[allow(clippy::type_complexity)]
 fn header_value_table() {
     let binary = |n: i64| n.to_be_bytes().to_vec();
     let cases: Vec<(Option<Vec<u8>>, Result<i64, ()>)> = vec![
@@ -158,6 +159,7 @@ fn vcfg(d: Option<DelayConfig>) -> ValidationConfig {
 }
 
 #[test]
+#[allow(clippy::type_complexity)]
 fn validation_computes_the_batch_due_time() {
     let plain: Rec<'_> = vec![("h", b"v")];
     let d3: Rec<'_> = vec![("__delay_ms", b"3000")];
@@ -296,9 +298,17 @@ fn log_tracks_delayed_batches_and_the_dso() {
         0
     );
     assert_eq!(log.delivery_stable_offset(NOW), None);
-    assert_eq!(produce(&mut log, &[d3.clone()], Compression::None, NOW), 2);
     assert_eq!(
-        produce(&mut log, &[plain.clone()], Compression::None, NOW),
+        produce(&mut log, std::slice::from_ref(&d3), Compression::None, NOW),
+        2
+    );
+    assert_eq!(
+        produce(
+            &mut log,
+            std::slice::from_ref(&plain),
+            Compression::None,
+            NOW
+        ),
         3
     );
     assert_eq!(
@@ -334,13 +344,23 @@ fn log_tracks_delayed_batches_and_the_dso() {
     // the feature off: no cap, headers are opaque for new batches
     let mut cfg = log_config(false);
     log.update_config(cfg.clone());
-    produce(&mut log, &[d3.clone()], Compression::None, NOW + 4_000);
+    produce(
+        &mut log,
+        std::slice::from_ref(&d3),
+        Compression::None,
+        NOW + 4_000,
+    );
     assert_eq!(log.delivery_stable_offset(NOW + 4_000), None);
     assert_eq!(log.delivery_status(NOW).index_entries, 2);
     // dynamic: back on, the next batch is delayed
     cfg.delivery_delay_enable = true;
     log.update_config(cfg);
-    let b = produce(&mut log, &[d3.clone()], Compression::None, NOW + 5_000);
+    let b = produce(
+        &mut log,
+        std::slice::from_ref(&d3),
+        Compression::None,
+        NOW + 5_000,
+    );
     assert_eq!(log.delivery_stable_offset(NOW + 5_000), Some(b));
 
     // truncation drops entries at and above the new end
@@ -360,7 +380,12 @@ fn build_delayed(dir: &std::path::Path) -> Log {
         Compression::None,
         NOW,
     );
-    produce(&mut log, &[plain.clone()], Compression::None, NOW);
+    produce(
+        &mut log,
+        std::slice::from_ref(&plain),
+        Compression::None,
+        NOW,
+    );
     produce(
         &mut log,
         &[vec![("__delay_ms", b"3000")]],
