@@ -216,7 +216,7 @@ fn pending_memory(dir: &Path, n: usize, report: &mut Report) -> Result<()> {
     );
     report.row(
         sec,
-        "process RSS growth / pending batch (FIFO + index-file page cache not counted)",
+        "process RSS growth / pending batch (everything the append path kept)",
         format!("{:.1}", rss1.saturating_sub(rss0) as f64 / n as f64),
         "-",
         "bounded",
