@@ -396,3 +396,42 @@ fn delivery_clean_restart_keeps_withholding_then_delivers_once() {
 fn delivery_kill9_restart_keeps_withholding_then_delivers_once() {
     restart_scenario(true);
 }
+
+#[test]
+fn delivery_retention_below_the_max_is_invalid_config() {
+    // A finite retention.ms below delivery.delay.max.ms could delete records before delivery.
+    let b = broker();
+    let bad = python(
+        Python::PyPi,
+        SCRIPT,
+        "create",
+        &json!({"bootstrap": b.bootstrap(), "topic": "ret",
+                "config": {"delivery.delay.enable": "true", "retention.ms": "1000"}}),
+    );
+    assert_eq!(bad["error"], json!("INVALID_CONFIG"), "{bad}");
+    create(
+        &b,
+        "ret",
+        json!({"delivery.delay.enable": "true", "retention.ms": "-1"}),
+    );
+    let alter = |config: Value| {
+        python(
+            Python::PyPi,
+            SCRIPT,
+            "alter",
+            &json!({"bootstrap": b.bootstrap(), "topic": "ret", "config": config}),
+        )
+    };
+    assert_eq!(
+        alter(json!({"retention.ms": "1000"}))["error"],
+        json!("INVALID_CONFIG")
+    );
+    assert_eq!(
+        alter(json!({"delivery.delay.max.ms": "1000", "retention.ms": "1000"}))["error"],
+        Value::Null
+    );
+    assert_eq!(
+        alter(json!({"delivery.delay.exceed.policy": "drop"}))["error"],
+        json!("INVALID_CONFIG")
+    );
+}
