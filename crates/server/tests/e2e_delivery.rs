@@ -12,6 +12,10 @@ use skiff_record::{BatchBuilder, BatchOptions, Header};
 use skiff_types::TopicPartition;
 
 fn batch_with_header(value: &str, header: Option<(&str, &str)>) -> Vec<u8> {
+    batch_at(value, header, skiff_storage::log_manager::now_ms())
+}
+
+fn batch_at(value: &str, header: Option<(&str, &str)>, ts: i64) -> Vec<u8> {
     let mut b = BatchBuilder::new(BatchOptions::default());
     let hs: Vec<Header<'_>> = header
         .iter()
@@ -20,8 +24,7 @@ fn batch_with_header(value: &str, header: Option<(&str, &str)>) -> Vec<u8> {
             value: Some(v.as_bytes()),
         })
         .collect();
-    let now = skiff_storage::log_manager::now_ms();
-    b.append(now, None, Some(value.as_bytes()), &hs);
+    b.append(ts, None, Some(value.as_bytes()), &hs);
     b.build().unwrap()
 }
 
@@ -47,13 +50,18 @@ fn fetch_as(c: &mut Raw, replica_id: i32, offset: i64, max_wait_ms: i32) -> (i64
 }
 
 fn list_latest(c: &mut Raw, replica_id: i32) -> i64 {
+    list_at(c, replica_id, -1)
+}
+
+/// ListOffsets v5 of partition 0 for `timestamp` (-1 = latest).
+fn list_at(c: &mut Raw, replica_id: i32, timestamp: i64) -> i64 {
     let req = ListOffsetsRequest {
         replica_id,
         topics: vec![ListOffsetsTopic {
             name: "dly".into(),
             partitions: vec![ListOffsetsPartition {
                 partition_index: 0,
-                timestamp: -1,
+                timestamp,
                 ..ListOffsetsPartition::default()
             }],
         }],
@@ -71,10 +79,8 @@ fn e2e_delivery_caps_consumers_not_replicas_and_wakes_long_polls() {
     let mut c = h.connect();
     create_topic(&mut c, "dly", &[("delivery.delay.enable", "true")]);
     let tp = TopicPartition::new("dly", 0);
-    assert_eq!(
-        produce(&mut c, 9, "dly", batch_with_header("a", None)),
-        (0, 0)
-    );
+    let old = skiff_storage::log_manager::now_ms() - 10_000;
+    assert_eq!(produce(&mut c, 9, "dly", batch_at("a", None, old)), (0, 0));
     let before = skiff_storage::log_manager::now_ms();
     let (err, base) = produce(
         &mut c,
@@ -109,6 +115,9 @@ fn e2e_delivery_caps_consumers_not_replicas_and_wakes_long_polls() {
     let (_, _, past) = fetch_as(&mut c, -1, 1, 0);
     assert_eq!(past, 0, "a consumer fetch at the DSO returns nothing");
     assert_eq!(list_latest(&mut c, -1), 1);
+    // Offset for a timestamp only R (offset 1) reaches: not found while R waits.
+    assert_eq!(list_at(&mut c, -1, old + 5_000), -1);
+    assert_eq!(list_at(&mut c, -1, old), 0);
     // A replica fetch and a replica's ListOffsets ignore the DSO.
     let (hw, lso, bytes) = fetch_as(&mut c, 1, 1, 0);
     assert_eq!((hw, lso), (3, 3));
@@ -128,4 +137,5 @@ fn e2e_delivery_caps_consumers_not_replicas_and_wakes_long_polls() {
     let st = h.broker().delivery_status(&tp).unwrap();
     assert_eq!((st.pending_batches, st.delivery_stable_offset), (0, None));
     assert_eq!(list_latest(&mut c, -1), 3);
+    assert_eq!(list_at(&mut c, -1, old + 5_000), 1);
 }
