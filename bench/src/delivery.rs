@@ -272,6 +272,8 @@ pub fn run(dir: &Path, opts: &Options) -> Result<()> {
             delayed_per_mille: 1000,
         },
     ];
+    // First, while the process has allocated little: the RSS growth is then this section's.
+    pending_memory(&dir.join("delivery-pending"), pending, &mut report)?;
     for codec in [Compression::None, Compression::Zstd] {
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cells.len()];
         for r in 0..runs {
@@ -310,7 +312,6 @@ pub fn run(dir: &Path, opts: &Options) -> Result<()> {
             );
         }
     }
-    pending_memory(&dir.join("delivery-pending"), pending, &mut report)?;
     report.note(format!(
         "{runs} runs per cell, {batches} batches of {RECORDS_PER_BATCH} records (~{VALUE_BYTES} B values, one 16 B header each) per run; cells interleaved; load average at end: {}",
         load_average()
