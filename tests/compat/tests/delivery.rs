@@ -11,7 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
-use skiff_compat::{Broker, Python, python, read_batches};
+use skiff_compat::{Broker, Python, kcat, python, read_batches};
 
 const SCRIPT: &str = "delivery_ck.py";
 /// Slack for the ms rounding of two clocks reading the same time source.
@@ -434,4 +434,71 @@ fn delivery_retention_below_the_max_is_invalid_config() {
         alter(json!({"delivery.delay.exceed.policy": "drop"}))["error"],
         json!("INVALID_CONFIG")
     );
+}
+
+#[test]
+fn delivery_kcat_string_header_delays_and_comes_back_unchanged() {
+    // kcat (librdkafka) sets headers as strings: the ASCII form of the contract.
+    let b = broker();
+    create(&b, "kc", delayed(json!({})));
+    let bootstrap = b.bootstrap();
+    kcat(
+        &[
+            "-P",
+            "-b",
+            &bootstrap,
+            "-t",
+            "kc",
+            "-p",
+            "0",
+            "-H",
+            "__delay_ms=2000",
+        ],
+        b"hello\n",
+    )
+    .assert_success("kcat -P");
+    // -c 1: exits after one record. (Not -e: librdkafka defaults to read_committed, whose end
+    // is the LastStableOffset, here min(LSO, DSO) = 0: kcat would see EOF at once, the same as
+    // behind an open transaction in Kafka.)
+    let out = kcat(
+        &[
+            "-C",
+            "-b",
+            &bootstrap,
+            "-t",
+            "kc",
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-c",
+            "1",
+            "-J",
+        ],
+        b"",
+    );
+    let finished = wall_ms();
+    out.assert_success("kcat -C");
+    let line = out.stdout.lines().find(|l| l.starts_with('{')).unwrap();
+    let m: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(m["offset"], json!(0), "{m}");
+    assert_eq!(m["headers"], json!(["__delay_ms", "2000"]), "{m}");
+    assert_eq!(m["payload"], json!("hello"), "{m}");
+    let due = i(&m["ts"]) + 2_000;
+    assert!(
+        finished >= due,
+        "kcat finished {} ms before the due time",
+        due - finished
+    );
+    assert!(
+        finished <= due + 2 * LATE_MS,
+        "kcat finished {} ms after due",
+        finished - due
+    );
+}
+
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
