@@ -10,6 +10,9 @@
 //! clock on CreateTime ones): the append time itself is not stored. Then the pending FIFO is
 //! every entry with `due > now`, in offset order.
 //!
+//! Followers (`Log::append_as_follower`) build entries the same way as a rebuild, on
+//! delay-enabled topics only.
+//!
 //! The DSO applies only while `delivery.delay.enable=true`: turning the feature off releases
 //! every waiting batch (the entries stay and count again if it is turned back on).
 
@@ -168,6 +171,40 @@ impl Log {
     }
 }
 
+/// The due time of a stored batch when it is after its (approximate) append time, its max
+/// timestamp; `None` if not delayed or unreadable. Data already accepted is never refused:
+/// callers pass a clamping config.
+pub(crate) fn stored_batch_due(bytes: &[u8], cfg: &DelayConfig) -> Option<i64> {
+    let view = BatchView::new(bytes).ok()?;
+    if view.is_control() {
+        return None;
+    }
+    let data = view.records_data(DECOMPRESSED_BATCH_BYTES_MAX).ok()?;
+    let append_ms = view.max_timestamp();
+    let mut due_max: Option<i64> = None;
+    let mut walk = walk_records(&data, view.records_count());
+    loop {
+        let mut headers = DelayHeaders::default();
+        let Some(Ok(_)) = walk.next_with(&mut |k, v| headers.observe(k, v)) else {
+            break;
+        };
+        if let Ok(due) = record_due(&headers, cfg, append_ms) {
+            due_max = Some(due_max.map_or(due, |d| d.max(due)));
+        }
+    }
+    due_max.filter(|&d| d > append_ms)
+}
+
+impl Log {
+    /// Followers (replicated appends, issue 8): on delay-enabled topics the batch's headers are
+    /// read (decompressing) so a new leader has the index at once. Due times are counted from
+    /// the batch's max timestamp (exact on LogAppendTime topics).
+    pub(crate) fn follower_delivery_due(&self, batch: &[u8]) -> Option<i64> {
+        let cfg = self.config.delivery_delay_config()?;
+        stored_batch_due(batch, &DelayConfig { clamp: true, ..cfg })
+    }
+}
+
 /// Re-reads the batches of `seg` with base offset ≥ `from` and returns an entry for each one
 /// still due after its (approximate) append time: its max timestamp.
 fn scan_delayed_batches(
@@ -180,28 +217,10 @@ fn scan_delayed_batches(
     let start = seg.position_of(from)?;
     let mut reader = BatchReader::new(&file, start, seg.size());
     while let Some((h, bytes)) = reader.next_batch().at(seg.log_path())? {
-        if h.base_offset < from || h.is_control() {
+        if h.base_offset < from {
             continue;
         }
-        let Ok(view) = BatchView::new(bytes) else {
-            continue;
-        };
-        let Ok(data) = view.records_data(DECOMPRESSED_BATCH_BYTES_MAX) else {
-            continue;
-        };
-        let append_ms = view.max_timestamp();
-        let mut due_max: Option<i64> = None;
-        let mut walk = walk_records(&data, view.records_count());
-        loop {
-            let mut headers = DelayHeaders::default();
-            let Some(Ok(_)) = walk.next_with(&mut |k, v| headers.observe(k, v)) else {
-                break;
-            };
-            if let Ok(due) = record_due(&headers, cfg, append_ms) {
-                due_max = Some(due_max.map_or(due, |d| d.max(due)));
-            }
-        }
-        if let Some(due) = due_max.filter(|&d| d > append_ms)
+        if let Some(due) = stored_batch_due(bytes, cfg)
             && let Ok(position) = u32::try_from(h.position)
         {
             out.push(DeliverAfterEntry {

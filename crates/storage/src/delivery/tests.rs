@@ -497,3 +497,28 @@ fn retention_stops_at_the_dso() {
     assert_eq!(log.apply_retention(NOW + 3_000, dso).unwrap(), 1);
     assert_eq!(log.log_start_offset(), 3);
 }
+
+#[test]
+fn followers_build_the_index_on_delay_enabled_topics_only() {
+    // A leader's batch (LogAppendTime: max timestamp = append time) replicated as is.
+    let leader_dir = tempfile::tempdir().unwrap();
+    let mut leader = open_log(leader_dir.path(), log_config(true), true, NOW);
+    produce(&mut leader, &[vec![]], Compression::None, NOW);
+    produce(
+        &mut leader,
+        &[vec![("__delay_ms", b"4000")]],
+        Compression::Zstd,
+        NOW,
+    );
+    let r = leader.read(0, 1 << 20, i64::MAX, false).unwrap();
+    let bytes = r.slice.unwrap().read_to_vec().unwrap();
+    for (enable, want) in [(true, vec![(1, NOW + 4_000)]), (false, vec![])] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = open_log(dir.path(), log_config(enable), true, NOW);
+        for b in skiff_record::batches(&bytes) {
+            let (_, view) = b.unwrap();
+            f.append_as_follower(view.bytes(), NOW).unwrap();
+        }
+        assert_eq!(pending(&f), want, "enable={enable}");
+    }
+}
