@@ -127,7 +127,8 @@ fn delivery_delayed_record_waits_and_blocks_later_records() {
         "R delivered {} ms after its due time",
         i(&got[0]["recv_ms"]) - due
     );
-    // S was stored (acknowledged) long before R's due time, but is not delivered before R.
+    // Both were stored (acknowledged) long before R's due time: only consumers wait.
+    assert!(i(&reports[0]["ack_ms"]) < due - 1_000, "{r}");
     assert!(i(&reports[1]["ack_ms"]) < due - 1_000, "{r}");
     assert!(
         i(&got[1]["recv_ms"]) + CLOCK_SLACK_MS >= due,
@@ -195,6 +196,30 @@ fn delivery_over_the_max_with_reject_fails_the_batch_and_appends_nothing() {
         (Value::Null, 0)
     );
     assert_eq!(read_batches(&b.partition_dir("rej", 0)).len(), 1);
+    // Policy clamp (set on the live topic): the same request is accepted, due at the max.
+    let a = python(
+        Python::PyPi,
+        SCRIPT,
+        "alter",
+        &json!({"bootstrap": b.bootstrap(), "topic": "rej",
+                "config": {"delivery.delay.exceed.policy": "clamp"}}),
+    );
+    assert_eq!(a["error"], Value::Null, "{a}");
+    let r = timed(
+        &b,
+        "rej",
+        vec![msg("clamped", &[("__delay_ms", "5000")])],
+        2,
+        json!({}),
+    );
+    assert_eq!(r["reports"][0]["error"], Value::Null, "{r}");
+    let got = &r["received"][1];
+    assert_eq!(i(&got["offset"]), 1, "{r}");
+    assert_in_window(
+        got,
+        i(&got["timestamp"]) + 1_000,
+        "clamped to delivery.delay.max.ms",
+    );
 }
 
 #[test]
