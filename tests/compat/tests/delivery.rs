@@ -1,6 +1,9 @@
 //! Delayed delivery (issue 8, spec §4.4 items 1-5, 7, 8) with stock clients against the
 //! `skiff` binary: PyPI confluent-kafka produces and consumes (`delivery_ck.py`), kafka-python
-//! answers `end_offsets` (ListOffsets -1).
+//! answers `end_offsets` (ListOffsets -1), kcat sets the header as a string.
+//! Note: librdkafka consumers default to read_committed, so they read up to the
+//! LastStableOffset = min(LSO, DSO) and report partition EOF there while a record waits (as
+//! behind an open transaction in Kafka); kafka-python's ListOffsets is read_uncommitted.
 //!
 //! Timing: every timed topic is `message.timestamp.type=LogAppendTime`, so a consumed record's
 //! timestamp (and the producer's delivery-report timestamp) is the broker's append time; a
