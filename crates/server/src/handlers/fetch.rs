@@ -260,8 +260,10 @@ fn read_one(
         last_stable_offset: if limits.replica { lso } else { cap(lso) },
         log_start_offset: l.log_start_offset(),
     };
+    // Replica fetches keep today's high-watermark bound (followers reading to the log end
+    // come with replication).
     let bound = if limits.replica {
-        l.log_end_offset()
+        hw
     } else if limits.read_committed {
         cap(lso)
     } else {
