@@ -10,11 +10,14 @@
 //! Subcommands:
 //! - `storage` (issue 2): raw write limit (`dd`), fdatasync loop, append / read throughput,
 //!   index and offset-for-timestamp latency, durable mode with group commit. See [`storage`].
+//! - `delivery` (issue 8): produce CPU-ms/MB on delay-enabled topics (0/1/100% delayed) vs a
+//!   plain topic, and bytes per pending delayed batch at 1M pending. See [`delivery`].
 //!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
 
 mod append;
+mod delivery;
 mod durable;
 mod index;
 mod machine;
@@ -57,6 +60,15 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         batch_sizes: Vec<usize>,
     },
+    /// Delayed delivery (issue 8): produce CPU on delay-enabled topics vs plain, memory of
+    /// 1M pending delayed batches.
+    Delivery {
+        #[arg(long, default_value = "./bench-data")]
+        dir: PathBuf,
+        /// Smaller volumes for a smoke run; figures are meaningless.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -75,5 +87,6 @@ fn main() -> anyhow::Result<()> {
                 batch_sizes,
             },
         ),
+        Command::Delivery { dir, quick } => delivery::run(&dir, &delivery::Options { quick }),
     }
 }

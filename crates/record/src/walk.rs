@@ -10,6 +10,10 @@
 //! into the [`RecordError`] the full parser would have returned for the same bytes:
 //! `RecordError::from(walk_error) == records(..)`'s error, a property the tests check).
 //!
+//! [`RecordWalk::next_with`] is the same step that also hands each header's key and value
+//! (borrowed, `None` for a null value) to a callback, for callers that need to read a few
+//! headers (delivery delay); the plain iterator passes a no-op, so it costs nothing there.
+//!
 //! After the first error the iterator is exhausted. Pure, allocation-free, thread-safe.
 
 use skiff_types::limits::{HEADERS_PER_RECORD_MAX, RECORDS_PER_BATCH_MAX};
@@ -144,8 +148,30 @@ impl<'a> RecordWalk<'a> {
         self.read
     }
 
+    /// The next record like [`Iterator::next`], calling `on_header(key, value)` for each of its
+    /// headers (in order) before returning it. A record that fails may have reported some of
+    /// its headers already.
     #[inline]
-    fn step(&mut self) -> Option<Result<RecordSummary, WalkError>> {
+    pub fn next_with<F: FnMut(&'a [u8], Option<&'a [u8]>)>(
+        &mut self,
+        on_header: &mut F,
+    ) -> Option<Result<RecordSummary, WalkError>> {
+        if self.done {
+            return None;
+        }
+        let item = self.step(on_header);
+        match &item {
+            Some(Ok(_)) => self.read += 1,
+            _ => self.done = true,
+        }
+        item
+    }
+
+    #[inline]
+    fn step<F: FnMut(&'a [u8], Option<&'a [u8]>)>(
+        &mut self,
+        on_header: &mut F,
+    ) -> Option<Result<RecordSummary, WalkError>> {
         if self.count < 0 || self.count as usize > RECORDS_PER_BATCH_MAX {
             return Some(Err(WalkError::InvalidCount(self.count)));
         }
@@ -164,7 +190,7 @@ impl<'a> RecordWalk<'a> {
                 found: self.read,
             }));
         }
-        Some(walk_one(&mut self.data))
+        Some(walk_one(&mut self.data, on_header))
     }
 }
 
@@ -173,15 +199,7 @@ impl Iterator for RecordWalk<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let item = self.step();
-        match &item {
-            Some(Ok(_)) => self.read += 1,
-            _ => self.done = true,
-        }
-        item
+        self.next_with(&mut |_, _| {})
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -268,6 +286,25 @@ fn skip(buf: &mut &[u8], len: i32, field: Field) -> Result<(), WalkError> {
     }
 }
 
+/// Takes `len` bytes (`len >= 0` required).
+#[inline(always)]
+fn take<'a>(buf: &mut &'a [u8], len: i32, field: Field) -> Result<&'a [u8], WalkError> {
+    let Ok(n) = usize::try_from(len) else {
+        return Err(WalkError::BadLength { field, len });
+    };
+    match buf.split_at_checked(n) {
+        Some((taken, rest)) => {
+            *buf = rest;
+            Ok(taken)
+        }
+        None => Err(WalkError::LengthExceeds {
+            field,
+            len,
+            left: buf.len(),
+        }),
+    }
+}
+
 /// Skips a `-1 = null` length-prefixed field; returns its length.
 #[inline(always)]
 fn skip_nullable(buf: &mut &[u8], field: Field) -> Result<i32, WalkError> {
@@ -280,7 +317,10 @@ fn skip_nullable(buf: &mut &[u8], field: Field) -> Result<i32, WalkError> {
 
 /// One record: the same checks in the same order as `record::parse_record`.
 #[inline]
-fn walk_one(data: &mut &[u8]) -> Result<RecordSummary, WalkError> {
+fn walk_one<'a, F: FnMut(&'a [u8], Option<&'a [u8]>)>(
+    data: &mut &'a [u8],
+    on_header: &mut F,
+) -> Result<RecordSummary, WalkError> {
     let len = varint(data)?;
     let Ok(n) = usize::try_from(len) else {
         return Err(WalkError::BadLength {
@@ -312,8 +352,14 @@ fn walk_one(data: &mut &[u8]) -> Result<RecordSummary, WalkError> {
         .ok_or(WalkError::HeaderCount(header_count))?;
     for _ in 0..headers {
         let key_len = varint(buf)?;
-        skip(buf, key_len, Field::HeaderKey)?;
-        skip_nullable(buf, Field::HeaderValue)?;
+        let key = take(buf, key_len, Field::HeaderKey)?;
+        let value_len = varint(buf)?;
+        let value = if value_len == -1 {
+            None
+        } else {
+            Some(take(buf, value_len, Field::HeaderValue)?)
+        };
+        on_header(key, value);
     }
     if !buf.is_empty() {
         return Err(WalkError::Unread {
@@ -415,6 +461,22 @@ mod tests {
                 assert_same(&bad, n);
                 assert_same(&good[..cut % good.len()], n);
             }
+        }
+
+        #[test]
+        fn next_with_reports_every_header(recs in prop::collection::vec(rec(), 0..6)) {
+            let good = section(&recs);
+            let mut walk = walk_records(&good, recs.len() as i32);
+            for r in &recs {
+                let mut seen: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+                let got = walk.next_with(&mut |k: &[u8], v: Option<&[u8]>| {
+                    seen.push((k.to_vec(), v.map(<[u8]>::to_vec)))
+                });
+                prop_assert!(matches!(got, Some(Ok(_))));
+                prop_assert_eq!(&seen, &r.3);
+            }
+            let end = walk.next_with(&mut |_, _| ());
+            prop_assert!(end.is_none());
         }
 
         #[test]

@@ -54,6 +54,8 @@ pub struct Broker {
     pub logs: Arc<LogManager>,
     pub metadata: MetadataStore,
     pub waiters: AppendWaiters,
+    /// delivery delay (issue 8): next DSO move per partition.
+    pub delivery: crate::delivery::DeliveryTimer,
     pub fetch_sessions: Mutex<FetchSessionCache>,
     /// The group coordinator (consumer groups, committed offsets).
     pub groups: GroupCoordinator,
@@ -135,6 +137,7 @@ impl Broker {
             logs,
             metadata,
             waiters: AppendWaiters::new(),
+            delivery: crate::delivery::DeliveryTimer::new(),
             cluster_id,
             shutdown,
         }))

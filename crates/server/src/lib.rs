@@ -21,6 +21,7 @@ pub mod admin_http;
 pub mod broker;
 pub mod connection;
 pub mod coordinator;
+pub mod delivery;
 pub mod error;
 pub mod fetch_session;
 pub mod handlers;

@@ -97,6 +97,9 @@ impl Server {
         admin_state.set_broker(&broker);
         let background = Some(broker.logs.start_background());
         crate::coordinator::GroupCoordinator::start(&broker);
+        // delivery delay (issue 8): the DSO timer
+        crate::delivery::schedule_loaded(&broker);
+        tokio::spawn(crate::delivery::run(Arc::clone(&broker)));
         let limits = ConnectionLimits::new(
             broker.settings.connections_max,
             broker.settings.connections_per_ip_max,

@@ -43,6 +43,15 @@ pub struct LogConfig {
     pub compression_gzip_level: i32,
     pub compression_lz4_level: i32,
     pub compression_zstd_level: i32,
+    // delivery delay (issue 8)
+    /// `delivery.delay.enable`: interpret `__delay_ms` / `__deliver_after_ms` headers.
+    pub delivery_delay_enable: bool,
+    /// `delivery.delay.max.ms`: the largest `due - appendTime` accepted.
+    pub delivery_delay_max_ms: i64,
+    /// `delivery.delay.default.ms`: the delay of records without a delay header.
+    pub delivery_delay_default_ms: i64,
+    /// `delivery.delay.exceed.policy=clamp` (else `reject`).
+    pub delivery_delay_clamp: bool,
 }
 
 impl Default for LogConfig {
@@ -69,6 +78,11 @@ impl Default for LogConfig {
             compression_gzip_level: -1,
             compression_lz4_level: 9,
             compression_zstd_level: 3,
+            // delivery delay (issue 8)
+            delivery_delay_enable: false,
+            delivery_delay_max_ms: 900_000,
+            delivery_delay_default_ms: 0,
+            delivery_delay_clamp: false,
         }
     }
 }
@@ -100,6 +114,11 @@ pub const LOG_CONFIG_KEYS: &[&str] = &[
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.zstd.level",
+    // delivery delay (issue 8)
+    "delivery.delay.enable",
+    "delivery.delay.max.ms",
+    "delivery.delay.default.ms",
+    "delivery.delay.exceed.policy",
 ];
 
 fn parse_i64(key: &str, value: &str, min: i64) -> Result<i64, ConfigError> {
@@ -234,6 +253,23 @@ impl LogConfig {
             "compression.zstd.level" => {
                 self.compression_zstd_level = parse_i32(key, value, -131_072, 22)? as i32
             }
+            // delivery delay (issue 8)
+            "delivery.delay.enable" => self.delivery_delay_enable = parse_bool(key, value)?,
+            "delivery.delay.max.ms" => self.delivery_delay_max_ms = parse_i64(key, value, 1)?,
+            "delivery.delay.default.ms" => {
+                self.delivery_delay_default_ms = parse_i64(key, value, 0)?
+            }
+            "delivery.delay.exceed.policy" => {
+                self.delivery_delay_clamp = match value.trim() {
+                    "reject" => false,
+                    "clamp" => true,
+                    _ => {
+                        return Err(ConfigError(format!(
+                            "Invalid value {value} for configuration delivery.delay.exceed.policy: String must be one of: reject, clamp"
+                        )));
+                    }
+                }
+            }
             _ => {
                 return Err(ConfigError(format!("Unknown topic config name: {key}")));
             }
@@ -261,7 +297,20 @@ impl LogConfig {
             },
             max_message_bytes: self.max_message_bytes,
             compacted: self.cleanup_policy_compact,
+            // delivery delay (issue 8)
+            delivery: self.delivery_delay_config(),
         }
+    }
+
+    // delivery delay (issue 8)
+    /// The delay settings validation applies, `None` when the feature is off for this topic.
+    pub fn delivery_delay_config(&self) -> Option<crate::delivery::DelayConfig> {
+        self.delivery_delay_enable
+            .then_some(crate::delivery::DelayConfig {
+                max_ms: self.delivery_delay_max_ms,
+                default_ms: self.delivery_delay_default_ms,
+                clamp: self.delivery_delay_clamp,
+            })
     }
 
     /// The compression level to use for `codec` when the broker recompresses.
@@ -311,12 +360,22 @@ mod tests {
             ("message.timestamp.type", "LogAppendTime", true),
             ("message.timestamp.type", "logappendtime", false),
             ("flush.messages", "1", true),
+            ("delivery.delay.enable", "TRUE", true),
+            ("delivery.delay.enable", "yes", false),
+            ("delivery.delay.max.ms", "0", false),
+            ("delivery.delay.max.ms", "60000", true),
+            ("delivery.delay.default.ms", "-1", false),
+            ("delivery.delay.default.ms", "500", true),
+            ("delivery.delay.exceed.policy", "drop", false),
+            ("delivery.delay.exceed.policy", "clamp", true),
             ("no.such.key", "1", false),
         ] {
             assert_eq!(c.set(k, v).is_ok(), ok, "{k}={v}");
         }
         assert!(c.cleanup_policy_compact && c.cleanup_policy_delete);
         assert!(c.is_durable());
+        let d = c.delivery_delay_config().unwrap();
+        assert_eq!((d.max_ms, d.default_ms, d.clamp), (60_000, 500, true));
         assert_eq!(c.timestamp_type, TimestampType::LogAppendTime);
         let err = c.set("compression.type", "none").unwrap_err();
         assert!(err.0.contains("compression.type"), "{err}");

@@ -14,6 +14,7 @@
 
 pub mod checkpoint;
 pub mod config;
+pub mod delivery;
 pub mod error;
 pub mod leader_epoch;
 pub mod log;
@@ -30,6 +31,7 @@ pub mod validate;
 mod log_tests;
 
 pub use config::{LogConfig, TopicCompression};
+pub use delivery::DeliveryStatus;
 pub use error::StorageError;
 pub use log::{AppendInfo, LoadReport, Log, LogOpenOptions};
 pub use log_manager::{LogManager, LogManagerConfig, SharedLog};

@@ -91,6 +91,8 @@ pub struct Log {
     pub(crate) last_flush_ms: i64,
     pub(crate) pending_deletes: Vec<(i64, Vec<PathBuf>)>,
     pub(crate) producers: PartitionProducers,
+    // delivery delay (issue 8)
+    pub(crate) delivery: crate::delivery::PendingDeliveries,
 }
 
 impl Log {
@@ -225,7 +227,12 @@ impl Log {
         skiff_record::set_base_offset(&mut bytes, base);
         skiff_record::set_partition_leader_epoch(&mut bytes, leader_epoch);
         let header = rebased(&header, base, leader_epoch)?;
-        self.append_split(&header, &bytes, body, now_ms)
+        let info = self.append_split(&header, &bytes, body, now_ms)?;
+        // delivery delay (issue 8)
+        if let Some(due) = batch.deliver_after_ms {
+            self.record_delayed_batch(&info, due)?;
+        }
+        Ok(info)
     }
 
     /// The answer to an idempotent retry: the original batch's placement, nothing appended.
@@ -245,7 +252,12 @@ impl Log {
     /// Its base offset must be at or past the log end.
     pub fn append_as_follower(&mut self, batch: &[u8], now_ms: i64) -> Result<AppendInfo> {
         let header = header_of(batch)?;
-        self.append_split(&header, batch, &[], now_ms)
+        let due = self.follower_delivery_due(batch); // delivery delay (issue 8)
+        let info = self.append_split(&header, batch, &[], now_ms)?;
+        if let Some(due) = due {
+            self.record_delayed_batch(&info, due)?;
+        }
+        Ok(info)
     }
 
     /// Appends the batch `head ++ tail` described by `header` (offsets assigned).
@@ -419,6 +431,7 @@ impl Log {
 
     fn after_truncation(&mut self) -> Result<()> {
         let end = self.log_end_offset;
+        self.delivery.truncate_from(end); // delivery delay (issue 8)
         self.epochs.truncate_from_end(end);
         self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
         self.recovery_point = self.recovery_point.min(end);
@@ -448,6 +461,7 @@ impl Log {
         }
         if target > self.log_start_offset {
             self.log_start_offset = target;
+            self.delivery.drop_below(target); // delivery delay (issue 8)
             self.producer_state_on_log_start();
             self.epochs.truncate_from_start(target);
             self.epochs
@@ -693,6 +707,9 @@ impl Log {
                 plan.index_paths
                     .push(seg.offset_index().path().to_path_buf());
                 plan.index_paths.push(seg.time_index().path().to_path_buf());
+                // delivery delay (issue 8); a missing file is skipped by `execute`
+                plan.index_paths
+                    .push(seg.deliver_after().path().to_path_buf());
             }
         }
         Some(plan)

@@ -359,7 +359,10 @@ impl LogManager {
         }
         if retention {
             for (tp, log) in &logs {
-                if let Err(e) = log.lock().apply_retention(now, i64::MAX) {
+                let mut l = log.lock();
+                // delivery delay (issue 8): never remove a batch not yet delivered
+                let bound = l.delivery_stable_offset(now).unwrap_or(i64::MAX);
+                if let Err(e) = l.apply_retention(now, bound) {
                     tracing::error!(%tp, error = %e, "retention failed");
                 }
             }

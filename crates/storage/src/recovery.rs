@@ -22,6 +22,7 @@ use skiff_record::BatchView;
 use skiff_types::TopicPartition;
 
 use crate::config::LogConfig;
+use crate::delivery::index::DELIVER_AFTER_SUFFIX;
 use crate::error::{IoContext, Result};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{LEADER_EPOCH_FILE, LoadReport, Log, LogOpenOptions, remove_files};
@@ -59,6 +60,8 @@ impl Log {
                 bases.push(base);
             } else if let Some(base) = parse_base_offset(&name, INDEX_SUFFIX)
                 .or_else(|| parse_base_offset(&name, TIME_INDEX_SUFFIX))
+                // delivery delay (issue 8)
+                .or_else(|| parse_base_offset(&name, DELIVER_AFTER_SUFFIX))
             {
                 index_files.push((base, entry.path()));
             }
@@ -86,6 +89,7 @@ impl Log {
             last_flush_ms: opts.now_ms,
             pending_deletes: Vec::new(),
             producers: PartitionProducers::default(),
+            delivery: Default::default(), // delivery delay (issue 8)
         };
 
         // A missing, garbled or empty leader-epoch checkpoint is rebuilt from the batches below.
@@ -172,6 +176,8 @@ impl Log {
         log.finish_load(opts)?;
         // Producer state follows the recovered log: snapshot + replay up to its end.
         log.load_producer_state(opts.clean_shutdown)?;
+        // delivery delay (issue 8): index sanity / rebuild, pending FIFO
+        log.load_delivery_state(opts.clean_shutdown, opts.now_ms)?;
         Ok((log, report))
     }
 

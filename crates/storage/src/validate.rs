@@ -28,6 +28,9 @@
 //!    Deviation: Kafka accepts the LogAppendTime bit on a CreateTime topic when the batch's
 //!    maxTimestamp is in bounds (and then flips the bit, changing what readers see); we reject
 //!    it (Skiff's rule). On a LogAppendTime topic both reject.
+//!    Delay-enabled topics (issue 8, [`crate::delivery`]): each record's delay headers are
+//!    read in the same walk; a malformed, negative or (policy reject) too long delay is a
+//!    record error (INVALID_RECORD) naming the header; the batch's due time is the max.
 //! 6. output ([`ValidatedBatch`]: a 61-byte header copy + the records section, borrowed from
 //!    the request unless recompressed, so an accepted batch is not copied): the original bytes,
 //!    recompressed only if the topic's target codec differs from
@@ -47,6 +50,8 @@ use skiff_record::{
     reencode, set_max_timestamp, set_max_timestamp_split, walk_records,
 };
 use skiff_types::ErrorCode;
+
+use crate::delivery::{DelayConfig, DelayHeaders, record_due};
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 
 /// The topic's `compression.type`.
@@ -77,6 +82,9 @@ pub struct ValidationConfig {
     pub max_message_bytes: usize,
     /// `cleanup.policy` contains `compact`: every record needs a key.
     pub compacted: bool,
+    /// `delivery.delay.*` when `delivery.delay.enable=true` (issue 8): delay headers are read
+    /// and the batch's due time computed. `None`: headers are opaque.
+    pub delivery: Option<DelayConfig>,
 }
 
 impl Default for ValidationConfig {
@@ -89,6 +97,7 @@ impl Default for ValidationConfig {
             compression: TargetCompression::Producer,
             max_message_bytes: 1_048_588,
             compacted: false,
+            delivery: None,
         }
     }
 }
@@ -145,6 +154,9 @@ pub struct ValidatedBatch<'a> {
     /// `now` if the topic is LogAppendTime, else -1 (ProduceResponse `LogAppendTimeMs`).
     pub log_append_time_ms: i64,
     pub recompressed: bool,
+    /// Delay-enabled topics: the batch's due time (max over its records) when it is after
+    /// `now` (the append time); `None` = deliverable at once.
+    pub deliver_after_ms: Option<i64>,
 }
 
 impl ValidatedBatch<'_> {
@@ -189,7 +201,7 @@ pub fn validate_client_batch<'a>(
         .map_err(|e| {
             ValidationError::invalid(format!("Failed to decompress record stream: {e}"))
         })?;
-    let true_max_timestamp = check_records(&view, &data, cfg, now_ms)?;
+    let (true_max_timestamp, batch_due) = check_records(&view, &data, cfg, now_ms)?;
 
     let (target, level) = match cfg.compression {
         TargetCompression::Producer => (source, None),
@@ -238,6 +250,7 @@ pub fn validate_client_batch<'a>(
         shallow_offset_delta_of_max_timestamp: view.last_offset_delta(),
         log_append_time_ms,
         recompressed,
+        deliver_after_ms: batch_due.filter(|&due| due > now_ms),
     })
 }
 
@@ -360,7 +373,9 @@ fn check_counts_and_producer(view: &BatchView<'_>) -> Result<(), ValidationError
     Ok(())
 }
 
-/// Steps 4 and 5. Returns `max(-1, record timestamps)` when every record is acceptable.
+/// Steps 4 and 5. Returns `max(-1, record timestamps)` when every record is acceptable, and on
+/// delay-enabled topics the batch's due time (max over the records' due times; a record's
+/// delay headers are read in the same walk, see [`crate::delivery`]).
 /// Walks the records with `skiff_record::walk_records` (lengths and structure checked, keys,
 /// values and headers skipped, nothing allocated); texts are built only for rejected records.
 fn check_records(
@@ -368,17 +383,33 @@ fn check_records(
     data: &[u8],
     cfg: &ValidationConfig,
     now_ms: i64,
-) -> Result<i64, ValidationError> {
+) -> Result<(i64, Option<i64>), ValidationError> {
     let producer_set_log_append_time = view.timestamp_type() == TimestampType::LogAppendTime;
     let check_bounds = cfg.timestamp_type == TimestampType::CreateTime;
     let (base_timestamp, batch_max_timestamp) = (view.base_timestamp(), view.max_timestamp());
     let mut max_timestamp = -1i64;
     let mut errors = Vec::new();
     let mut any_timestamp_error = false;
-    for (index, rec) in walk_records(data, view.records_count()).enumerate() {
+    let mut walk = walk_records(data, view.records_count());
+    let mut batch_due: Option<i64> = None;
+    let mut index: i32 = -1;
+    loop {
+        let mut headers = DelayHeaders::default();
+        let next = match cfg.delivery {
+            None => walk.next(),
+            Some(_) => walk.next_with(&mut |k, v| headers.observe(k, v)),
+        };
+        let Some(rec) = next else { break };
         let rec = rec.map_err(|e| ValidationError::invalid(format!("Invalid record: {e}")))?;
         // The walk yields at most records_count (an i32) items.
-        let index = i32::try_from(index).unwrap_or(i32::MAX);
+        index = index.saturating_add(1);
+        let mut delay_error = None;
+        if let Some(dcfg) = &cfg.delivery {
+            match record_due(&headers, dcfg, now_ms) {
+                Ok(due) => batch_due = Some(batch_due.map_or(due, |d| d.max(due))),
+                Err(e) => delay_error = Some(e.message),
+            }
+        }
         if rec.offset_delta != index {
             return Err(ValidationError::invalid(format!(
                 "Record at index {index} has offset delta {}; inner offsets must be consecutive from 0",
@@ -406,10 +437,15 @@ fn check_records(
                 batch_index: index,
                 message: Some(message),
             });
+        } else if let Some(message) = delay_error {
+            errors.push(RecordErrorEntry {
+                batch_index: index,
+                message: Some(message),
+            });
         }
     }
     if errors.is_empty() {
-        return Ok(max_timestamp);
+        return Ok((max_timestamp, batch_due));
     }
     let (code, message) = if any_timestamp_error {
         (

@@ -34,7 +34,7 @@ use crate::broker::Broker;
 pub type SectionProvider = fn(&Broker, &TopicPartition) -> Option<(&'static str, Value)>;
 
 /// Every section provider, in the order they run. Add one line per subsystem.
-pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers];
+pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers, delivery];
 
 /// The most producers the `producers` section lists (the count is always exact).
 pub const PRODUCERS_LISTED_MAX: usize = 100;
@@ -66,6 +66,18 @@ pub fn producers(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, 
             "truncated": all.len() > PRODUCERS_LISTED_MAX,
         }),
     ))
+}
+
+/// `delivery`: delayed delivery (issue 8) on topics with `delivery.delay.enable=true`:
+/// `{"enabled", "pending_batches", "next_due_ms", "delivery_stable_offset", "high_watermark",
+/// "index_entries"}` ([`skiff_storage::DeliveryStatus`]); left out on other topics unless
+/// entries from an earlier enabled period are still pending.
+pub fn delivery(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
+    let status = broker.delivery_status(tp)?;
+    if !status.enabled && status.pending_batches == 0 {
+        return None;
+    }
+    Some(("delivery", serde_json::to_value(status).ok()?))
 }
 
 /// Runs every provider for one partition.

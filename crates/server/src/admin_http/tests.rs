@@ -170,3 +170,54 @@ async fn bound_server_stops_on_shutdown() {
         "port closed after shutdown"
     );
 }
+
+/// The `delivery` section: present on a delay-enabled topic with its pending batch and next
+/// due time, absent on a plain topic.
+#[tokio::test]
+async fn delivery_section_shows_pending_delayed_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_tx, rx) = watch::channel(false);
+    let state = AdminState::new(rx.clone());
+    let broker = open_broker(dir.path(), rx);
+    state.set_broker(&broker);
+    state.set_listeners_bound();
+    let configs = [("delivery.delay.enable".to_string(), "true".to_string())]
+        .into_iter()
+        .collect();
+    broker.create_topic("delayed", 1, configs).unwrap();
+    broker.create_topic("plain", 1, Default::default()).unwrap();
+    let tp = TopicPartition::new("delayed", 0);
+    let log = broker.logs.get(&tp).unwrap();
+    let now = crate::broker::now_ms();
+    let mut builder = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
+    let header = skiff_record::Header {
+        key: b"__delay_ms",
+        value: Some(b"600000"),
+    };
+    builder.append(now, Some(b"k"), Some(b"v"), &[header]);
+    let batch = builder.build().unwrap();
+    {
+        let mut l = log.lock();
+        let vcfg = l.config().validation_config();
+        let validated = skiff_storage::validate::validate_client_batch(&batch, &vcfg, now).unwrap();
+        assert!(validated.deliver_after_ms.is_some());
+        l.append_validated(&validated, 0, now).unwrap();
+    }
+    broker.advance_high_watermark(&tp, &log);
+
+    let (code, body) = get(&state, "/api/v1/partitions/delayed/0").await;
+    assert_eq!(code, StatusCode::OK);
+    let d = &body["sections"]["delivery"];
+    assert_eq!(d["enabled"], true, "{body}");
+    assert_eq!(d["pending_batches"], 1, "{body}");
+    assert_eq!(d["delivery_stable_offset"], 0, "{body}");
+    assert_eq!(d["high_watermark"], 1, "{body}");
+    let due = d["next_due_ms"].as_i64().unwrap();
+    assert!(
+        (now + 600_000..now + 601_000).contains(&due),
+        "{due} vs {now}"
+    );
+
+    let (_, body) = get(&state, "/api/v1/partitions/plain/0").await;
+    assert!(body["sections"].get("delivery").is_none(), "{body}");
+}

@@ -12,6 +12,10 @@
 //! If fewer than `min_bytes` came back, no partition failed and `max_wait_ms > 0`, the answer
 //! is deferred: the fetch registers with [`crate::waiters::AppendWaiters`] and re-reads when an
 //! append moves a high watermark, until `min_bytes` or the deadline (or shutdown).
+//! Delayed delivery (issue 8): consumer reads also stop at the partition's delivery stable
+//! offset (a batch boundary, so still one sendfile region); the response's LastStableOffset
+//! is min(LSO, DSO) while HighWatermark stays the real one; the DSO timer
+//! ([`crate::delivery`]) wakes long polls when it moves. Replica fetches ignore it.
 //! Record data is returned as `Records::File` regions of segment files, which the connection
 //! sends with `sendfile`, never copied through user space.
 
@@ -42,6 +46,8 @@ struct Limits {
     max_bytes: usize,
     min_bytes: usize,
     read_committed: bool,
+    /// A follower's fetch (replica id >= 0): ignores the delivery stable offset.
+    replica: bool,
 }
 
 /// One partition's read.
@@ -95,6 +101,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
         max_bytes: req.max_bytes.min(broker.settings.fetch_bytes_max).max(0) as usize,
         min_bytes: req.min_bytes.max(0) as usize,
         read_committed: req.isolation_level == READ_COMMITTED,
+        replica: req.replica_id >= 0 || req.replica_state.replica_id >= 0,
     };
     let results = read_plan(broker, &image, &plan, limits);
     let max_wait_ms = u64::try_from(req.max_wait_ms).unwrap_or(0);
@@ -191,14 +198,7 @@ fn read_plan(
         let cap = usize::try_from(req.partition_max_bytes.max(0))
             .unwrap_or(0)
             .min(remaining);
-        let r = read_one(
-            broker,
-            image,
-            req,
-            cap,
-            min_one_message,
-            limits.read_committed,
-        );
+        let r = read_one(broker, image, req, cap, min_one_message, limits);
         let n = r.bytes();
         if n > 0 {
             min_one_message = false;
@@ -221,7 +221,7 @@ fn read_one(
     req: &PartRequest,
     max_bytes: usize,
     min_one_message: bool,
-    read_committed: bool,
+    limits: Limits,
 ) -> PartResult {
     let fail = |error| PartResult {
         req: req.clone(),
@@ -243,18 +243,31 @@ fn read_one(
         Ok(l) => l,
         Err(code) => return fail(code),
     };
-    let l = log.lock();
+    let mut l = log.lock();
     let hw = l.high_watermark();
+    // Both isolation levels stop at the high watermark until transactions exist (LSO == HW).
+    let lso = hw;
+    // delivery delay (issue 8): consumers stop at the delivery stable offset too; the reported
+    // high watermark stays the real one (lag counts waiting records), the LSO is capped.
+    let dso = if limits.replica {
+        None
+    } else {
+        l.delivery_stable_offset(now_ms())
+    };
+    let cap = |o: i64| dso.map_or(o, |d| o.min(d));
     let reported = Reported {
         high_watermark: hw,
-        last_stable_offset: hw,
+        last_stable_offset: if limits.replica { lso } else { cap(lso) },
         log_start_offset: l.log_start_offset(),
     };
-    // Both isolation levels stop at the high watermark until transactions exist (LSO == HW).
-    let bound = if read_committed {
-        reported.last_stable_offset
-    } else {
+    // Replica fetches keep today's high-watermark bound (followers reading to the log end
+    // come with replication).
+    let bound = if limits.replica {
         hw
+    } else if limits.read_committed {
+        cap(lso)
+    } else {
+        cap(hw)
     };
     match l.read(req.fetch_offset, max_bytes, bound, min_one_message) {
         Ok(read) => {

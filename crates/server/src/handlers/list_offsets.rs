@@ -6,6 +6,9 @@
 //! (v9+) latest tiered: nothing is tiered, so "not found" (-1, -1); T >= 0: the first offset
 //! whose timestamp is >= T, never at or beyond the bound (else "not found"). A special
 //! timestamp newer than the request version -> UNSUPPORTED_VERSION for that partition.
+//! Delayed delivery (issue 8): for clients (replica id < 0) the bound is also capped at the
+//! delivery stable offset, so -1 answers min(HW, DSO) and `seekToEnd` cannot skip waiting
+//! records.
 //! `current_leader_epoch` (v4+) is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
 
 use skiff_protocol::{
@@ -60,6 +63,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: ListOffsetsRequest) -> Reply {
                                 p.current_leader_epoch,
                                 p.timestamp,
                                 read_committed,
+                                req.replica_id < 0,
                             )
                         });
                     let (error, found) = match result {
@@ -94,6 +98,7 @@ fn lookup(
     current_leader_epoch: i32,
     timestamp: i64,
     read_committed: bool,
+    consumer: bool,
 ) -> Result<Found, ErrorCode> {
     let v = ctx.api_version;
     let min_version = match timestamp {
@@ -110,11 +115,15 @@ fn lookup(
         return Err(epoch_check);
     }
     let log = ctx.broker.partition_log(info, partition)?;
-    let l = log.lock();
+    let mut l = log.lock();
     // read_committed is bounded by the last stable offset, which equals the high watermark
     // until transactions exist.
     let _ = read_committed;
-    let bound = l.high_watermark();
+    let mut bound = l.high_watermark();
+    // delivery delay (issue 8): clients never see past the delivery stable offset
+    if consumer && let Some(dso) = l.delivery_stable_offset(crate::broker::now_ms()) {
+        bound = bound.min(dso);
+    }
     let target = match timestamp {
         LATEST_TIERED => return Ok(NOT_FOUND),
         EARLIEST_LOCAL => EARLIEST,

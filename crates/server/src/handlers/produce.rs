@@ -205,6 +205,12 @@ fn produce_one(
             l.set_high_watermark(leo);
         }
         let sync = appended.needs_sync.then(|| Arc::clone(l.sync()));
+        // delivery delay (issue 8): the partition's next DSO move, for the timer
+        if validated.deliver_after_ms.is_some()
+            && let Some(due) = l.delivery_next_due()
+        {
+            broker.delivery.schedule(tp.clone(), due);
+        }
         (appended, l.log_start_offset(), sync)
     };
     if sync.is_none() && !info_append.duplicate {

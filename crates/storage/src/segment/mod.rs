@@ -1,4 +1,5 @@
-//! A segment: one `.log` file with its `.index` and `.timeindex` (spec §2.2-§2.5, §1.5).
+//! A segment: one `.log` file with its `.index` and `.timeindex` (spec §2.2-§2.5, §1.5), and
+//! on delay-enabled topics an optional `.deliverafter` ([`crate::delivery::index`]).
 //!
 //! Mental model: `<20-digit base>.log` is the authoritative data, a concatenation of v2 batches
 //! with offsets ≥ the base. The two indexes are sparse, rebuildable caches: every time more than
@@ -27,6 +28,7 @@ use std::sync::Arc;
 
 use skiff_record::BatchView;
 
+use crate::delivery::index::{DELIVER_AFTER_SUFFIX, DeliverAfterIndex};
 use crate::error::{IoContext, Result, StorageError};
 use offset_index::OffsetIndex;
 use scan::{BatchHeader, HeaderScanner};
@@ -135,6 +137,8 @@ pub struct LogSegment {
     rolling_based_timestamp: Option<i64>,
     created_ms: i64,
     roll_jitter_ms: i64,
+    // delivery delay (issue 8): optional `.deliverafter` side file
+    deliver_after: DeliverAfterIndex,
 }
 
 impl LogSegment {
@@ -157,6 +161,9 @@ impl LogSegment {
         let time_path = segment_file(dir, base_offset, TIME_INDEX_SUFFIX);
         let time_index = TimeIndex::open(&time_path, base_offset, opts.max_index_bytes, active)
             .at(&time_path)?;
+        // delivery delay (issue 8)
+        let da_path = segment_file(dir, base_offset, DELIVER_AFTER_SUFFIX);
+        let deliver_after = DeliverAfterIndex::open(da_path.clone()).at(&da_path)?;
         let mut seg = LogSegment {
             base_offset,
             log_path,
@@ -171,6 +178,7 @@ impl LogSegment {
             rolling_based_timestamp: None,
             created_ms: opts.now_ms,
             roll_jitter_ms: opts.roll_jitter_ms,
+            deliver_after,
         };
         let (ts, off) = seg.time_index.last_entry();
         if ts >= 0 {
@@ -233,6 +241,13 @@ impl LogSegment {
     }
     pub fn time_index(&self) -> &TimeIndex {
         &self.time_index
+    }
+    // delivery delay (issue 8)
+    pub fn deliver_after(&self) -> &DeliverAfterIndex {
+        &self.deliver_after
+    }
+    pub(crate) fn deliver_after_mut(&mut self) -> &mut DeliverAfterIndex {
+        &mut self.deliver_after
     }
     /// The largest record timestamp in the segment, or `None` if it has none.
     pub fn max_timestamp(&self) -> Option<i64> {
@@ -380,6 +395,11 @@ impl LogSegment {
         let position = h.position;
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
+        // delivery delay (issue 8)
+        let base = self.base_offset;
+        self.deliver_after
+            .truncate_to(base, offset)
+            .at(self.deliver_after.path())?;
         let removed = self.size - position;
         self.file.set_len(position).at(&self.log_path)?;
         self.size = position;
@@ -450,6 +470,8 @@ impl LogSegment {
         self.file.sync_data().at(&self.log_path)?;
         self.offset_index.flush().at(self.offset_index.path())?;
         self.time_index.flush().at(self.time_index.path())?;
+        // delivery delay (issue 8)
+        self.deliver_after.flush().at(self.deliver_after.path())?;
         Ok(())
     }
 
@@ -466,6 +488,11 @@ impl LogSegment {
         let p = PathBuf::from(format!("{}{suffix}", self.time_index.path().display()));
         self.time_index.rename_to(&p).at(&p)?;
         out.push(p);
+        // delivery delay (issue 8)
+        let p = PathBuf::from(format!("{}{suffix}", self.deliver_after.path().display()));
+        if self.deliver_after.rename_to(&p).at(&p)? {
+            out.push(p);
+        }
         Ok(out)
     }
 }
