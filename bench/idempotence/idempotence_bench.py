@@ -94,6 +94,15 @@ def self_cpu_ms():
     return (r.ru_utime + r.ru_stime) * 1000.0
 
 
+def vm_hwm(pid):
+    """Peak resident set of a process (VmHWM of /proc/PID/status)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return line.split(":", 1)[1].strip()
+    return "?"
+
+
 def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -361,6 +370,7 @@ def main():
                         100 * r["broker_cpu_util"], r["kib_per_request"], r["rtt_ms"],
                         r["queue_ms"]), flush=True)
         print("uptime: %s" % uptime())
+        print("broker peak RSS (VmHWM): %s" % vm_hwm(broker.pid))
     finally:
         broker.terminate()
         try:
