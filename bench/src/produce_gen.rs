@@ -405,6 +405,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
