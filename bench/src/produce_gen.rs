@@ -124,19 +124,27 @@ pub fn cpu_ms(pid: Option<u32>) -> Result<f64> {
 }
 
 /// Records of `record_bytes` that fit one batch of at most `batch_size` bytes (at least 1),
-/// measured with the real encoder.
-pub fn records_per_batch(record_bytes: usize, batch_size: usize) -> Result<usize> {
+/// and that batch's encoded size, measured with the real encoder (uncompressed: the batch is
+/// its fixed header plus the records section).
+pub fn records_per_batch(record_bytes: usize, batch_size: usize) -> Result<(usize, usize)> {
     let value = vec![0u8; record_bytes];
-    let mut n = 1;
+    let mut one = BatchBuilder::new(idempotent_opts(0, 0));
+    one.append(0, None, Some(&value), &[]);
+    let header = one.uncompressed_records_bytes();
+    let header = one.build()?.len() - header;
+    let mut b = BatchBuilder::new(idempotent_opts(0, 0));
+    let mut size = header;
     loop {
-        let mut b = BatchBuilder::new(idempotent_opts(0, 0));
-        for _ in 0..=n {
-            b.append(0, None, Some(&value), &[]);
+        b.append(0, None, Some(&value), &[]);
+        let next = header + b.uncompressed_records_bytes();
+        if next > batch_size {
+            return Ok(if b.len() == 1 {
+                (1, next)
+            } else {
+                (b.len() - 1, size)
+            });
         }
-        if b.build()?.len() > batch_size {
-            return Ok(n);
-        }
-        n += 1;
+        size = next;
     }
 }
 
@@ -323,8 +331,7 @@ fn answers(body: ResponseBody) -> Result<Vec<PartitionAnswer>> {
 
 /// Runs the generator.
 pub fn run(opts: &Options) -> Result<Outcome> {
-    let per_batch = records_per_batch(opts.record_bytes, opts.batch_size)?;
-    let batch_bytes = per_batch * (opts.record_bytes + 16) + 61;
+    let (per_batch, batch_bytes) = records_per_batch(opts.record_bytes, opts.batch_size)?;
     let max_request_batches = (opts.max_request_size / batch_bytes.max(1)).max(1);
     let mut rng = Rng::new(0x5eed_1de0);
     let values = (0..VALUES)
@@ -412,10 +419,21 @@ mod tests {
     #[test]
     fn batch_size_counts_whole_encoded_batches() {
         // Java's and the brief's default: 15 records of 1 KiB fit 16384 bytes, 16 do not.
-        assert_eq!(records_per_batch(1024, 16384).unwrap(), 15);
-        assert_eq!(records_per_batch(1024, 100).unwrap(), 1, "at least one");
-        let n = records_per_batch(1024, 1_000_000).unwrap();
-        assert!((960..=970).contains(&n), "{n}");
+        let (n, size) = records_per_batch(1024, 16384).unwrap();
+        assert_eq!(n, 15);
+        let mut b = BatchBuilder::new(idempotent_opts(7, 0));
+        for _ in 0..n {
+            b.append(0, None, Some(&[1u8; 1024]), &[]);
+        }
+        assert_eq!(
+            b.build().unwrap().len(),
+            size,
+            "the predicted batch size is exact"
+        );
+        assert!(size <= 16384);
+        assert_eq!(records_per_batch(1024, 100).unwrap().0, 1, "at least one");
+        let (n, size) = records_per_batch(1024, 1_000_000).unwrap();
+        assert!((960..=970).contains(&n) && size <= 1_000_000, "{n} {size}");
     }
 
     #[test]
