@@ -10,7 +10,6 @@
 //! Subcommands:
 //! - `storage` (issue 2): raw write limit (`dd`), fdatasync loop, append / read throughput,
 //!   index and offset-for-timestamp latency, durable mode with group commit. See [`storage`].
-//!
 //! - `produce` (issue 5): a pipelining Produce load generator over TCP (idempotent or not) that
 //!   prints one `produce: key=value ...` line. See [`produce_gen`].
 //!
@@ -64,38 +63,7 @@ enum Command {
     },
     /// A Produce load generator (issue 5): one connection, up to --max-in-flight requests
     /// pipelined, every answer checked; prints one `produce: key=value ...` line.
-    Produce(ProduceArgs),
-}
-
-#[derive(clap::Args, Debug)]
-struct ProduceArgs {
-    /// Broker address host:port (one broker: the generator opens one connection).
-    #[arg(long)]
-    bootstrap: String,
-    /// An existing topic (every partition is written, round-robin).
-    #[arg(long)]
-    topic: String,
-    /// Records to produce in the timed run (after one warm-up record per partition).
-    #[arg(long, default_value_t = 390_625)]
-    records: u64,
-    /// Value size of each record (random bytes, no key).
-    #[arg(long, default_value_t = 1024)]
-    record_bytes: usize,
-    /// Maximum encoded size of one batch, as the Java client's batch.size.
-    #[arg(long, default_value_t = 16_384)]
-    batch_size: usize,
-    /// Maximum size of one request's batches (max.request.size).
-    #[arg(long, default_value_t = 1_048_576)]
-    max_request_size: usize,
-    /// Requests in flight on the connection (max.in.flight.requests.per.connection).
-    #[arg(long, default_value_t = 5)]
-    max_in_flight: usize,
-    /// Idempotent producer: InitProducerId, then producer id, epoch 0 and sequences.
-    #[arg(long)]
-    idempotent: bool,
-    /// Also reports this process's CPU (the broker's) over the timed window.
-    #[arg(long)]
-    broker_pid: Option<u32>,
+    Produce(produce_gen::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -114,20 +82,6 @@ fn main() -> anyhow::Result<()> {
                 batch_sizes,
             },
         ),
-        Command::Produce(a) => {
-            let opts = produce_gen::Options {
-                bootstrap: a.bootstrap,
-                topic: a.topic,
-                records: a.records,
-                record_bytes: a.record_bytes,
-                batch_size: a.batch_size,
-                max_request_size: a.max_request_size,
-                max_in_flight: a.max_in_flight,
-                idempotent: a.idempotent,
-                broker_pid: a.broker_pid,
-            };
-            println!("{}", produce_gen::run(&opts)?.line(opts.idempotent));
-            Ok(())
-        }
+        Command::Produce(args) => produce_gen::main(args),
     }
 }

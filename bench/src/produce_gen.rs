@@ -41,6 +41,55 @@ const DEADLINE: Duration = Duration::from_secs(30);
 /// Distinct random values cycled through (so batches are not all one repeated value).
 const VALUES: usize = 64;
 
+/// The `produce` subcommand's arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Broker address host:port (one broker: the generator opens one connection).
+    #[arg(long)]
+    pub bootstrap: String,
+    /// An existing topic (every partition is written, round-robin).
+    #[arg(long)]
+    pub topic: String,
+    /// Records to produce in the timed run (after one warm-up record per partition).
+    #[arg(long, default_value_t = 390_625)]
+    pub records: u64,
+    /// Value size of each record (random bytes, no key).
+    #[arg(long, default_value_t = 1024)]
+    pub record_bytes: usize,
+    /// Maximum encoded size of one batch, as the Java client's batch.size.
+    #[arg(long, default_value_t = 16_384)]
+    pub batch_size: usize,
+    /// Maximum size of one request's batches (max.request.size).
+    #[arg(long, default_value_t = 1_048_576)]
+    pub max_request_size: usize,
+    /// Requests in flight on the connection (max.in.flight.requests.per.connection).
+    #[arg(long, default_value_t = 5)]
+    pub max_in_flight: usize,
+    /// Idempotent producer: InitProducerId, then producer id, epoch 0 and sequences.
+    #[arg(long)]
+    pub idempotent: bool,
+    /// Also reports this process's CPU (the broker's) over the timed window.
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
+}
+
+/// Runs the subcommand: prints the `produce:` line.
+pub fn main(a: Args) -> Result<()> {
+    let opts = Options {
+        bootstrap: a.bootstrap,
+        topic: a.topic,
+        records: a.records,
+        record_bytes: a.record_bytes,
+        batch_size: a.batch_size,
+        max_request_size: a.max_request_size,
+        max_in_flight: a.max_in_flight,
+        idempotent: a.idempotent,
+        broker_pid: a.broker_pid,
+    };
+    println!("{}", run(&opts)?.line(opts.idempotent));
+    Ok(())
+}
+
 /// What to produce.
 #[derive(Clone, Debug)]
 pub struct Options {
