@@ -34,10 +34,11 @@ Within each pair the order of the modes rotates, so no mode always runs first. W
 --pin the broker runs on core 1 and this generator on core 0 (taskset), as the design asks.
 
 Output: one line per measurement, then per cell: median [min-max] of each mode, the ratio of
-the medians and the per-pair ratios against "on", and the run-to-run spread of each mode
-((max-min)/median of MB/s). A JSON copy of every measurement goes to --json if given.
+the medians and the per-pair ratios gon/goff, on/off and on/off1 (those present), and the
+run-to-run spread of each mode ((max-min)/median of MB/s). A JSON copy of every measurement
+goes to --json if given; the runs reported in docs/performance.md are in results/.
 
-Usage (from the repo root, after `cargo build --release -p skiff`):
+Usage (from the repo root, after `cargo build --release -p skiff -p skiff-bench`):
   .venv/bin/python bench/idempotence/idempotence_bench.py --pin --control
   .venv/bin/python bench/idempotence/idempotence_bench.py --pin \
       --generator target/release/skiff-bench
