@@ -23,16 +23,27 @@ requests), and with --control "off1" (false, max.in.flight=1). librdkafka's idem
 producer sends ONE Produce request at a time per partition whatever max.in.flight says
 (confluentinc/librdkafka PR #4989, still open), so "off1" has the request pattern of "on"
 without idempotence: the pair on/off1 isolates the broker's idempotence cost from that client
-behaviour. Within each pair the order of the modes rotates, so no mode always runs first. With
+behaviour. With --generator SKIFF_BENCH two more modes run the Rust generator `skiff-bench produce`
+(bench/src/produce_gen.rs, pinned to core 0 like this process): "gon" (idempotent) and
+"goff" (not), both pipelining up to --gen-in-flight (5) requests on one connection with
+batches of --gen-batch-size (16384) bytes, like the Java client; the two differ only in the
+producer id / epoch / sequence fields of the batches, so gon/goff is the broker's idempotence
+cost at an equal request pattern. The generator times its own run (after its warm-up) and
+reads the broker's /proc stat over that window; --no-librdkafka leaves out on/off.
+Within each pair the order of the modes rotates, so no mode always runs first. With
 --pin the broker runs on core 1 and this generator on core 0 (taskset), as the design asks.
 
 Output: one line per measurement, then per cell: median [min-max] of each mode, the ratio of
-the medians and the per-pair ratios against "on", and the run-to-run spread of each mode
-((max-min)/median of MB/s). A JSON copy of every measurement goes to --json if given.
+the medians and the per-pair ratios gon/goff, on/off and on/off1 (those present), and the
+run-to-run spread of each mode ((max-min)/median of MB/s). A JSON copy of every measurement
+goes to --json if given; the runs reported in docs/performance.md are in results/.
 
-Usage (from the repo root, after `cargo build --release -p skiff`):
+Usage (from the repo root, after `cargo build --release -p skiff -p skiff-bench`):
   .venv/bin/python bench/idempotence/idempotence_bench.py --pin --control
-Options: --broker PATH (default target/release/skiff), --mb 400, --pairs 5, --cells P4,P5.
+  .venv/bin/python bench/idempotence/idempotence_bench.py --pin \
+      --generator target/release/skiff-bench
+Options: --broker PATH (default target/release/skiff), --mb 400, --pairs 5, --cells P4,P5,
+--control, --generator PATH, --no-librdkafka, --gen-batch-size, --gen-in-flight, --json FILE.
 """
 
 import argparse
@@ -57,6 +68,10 @@ MODES = {
     "off": {"enable.idempotence": False},
     "off1": {"enable.idempotence": False, "max.in.flight": 1},
 }
+# Modes run by the Rust generator (`skiff-bench produce`): idempotent or not, same pipelining.
+GEN_MODES = {"gon": True, "goff": False}
+# (idempotent mode, its comparator): the ratios reported.
+RATIOS = (("gon", "goff"), ("on", "off"), ("on", "off1"))
 METRICS = (
     ("mb_per_s", "MB/s"),
     ("broker_cpu_ms_per_mb", "broker CPU-ms/MB"),
@@ -78,6 +93,15 @@ def broker_cpu_ms(pid):
 def self_cpu_ms():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return (r.ru_utime + r.ru_stime) * 1000.0
+
+
+def vm_hwm(pid):
+    """Peak resident set of a process (VmHWM of /proc/PID/status)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return line.split(":", 1)[1].strip()
+    return "?"
 
 
 def uptime():
@@ -210,6 +234,46 @@ def measure(bootstrap, broker_pid, admin, topic, partitions, mode, total_mb):
     }
 
 
+def measure_gen(gen, bootstrap, broker_pid, admin, topic, partitions, mode, total_mb, args):
+    """One measurement with the Rust generator (pinned to core 0 with --pin): it does its own
+    warm-up, times its run and reads the broker's CPU over that window itself."""
+    create_topic(admin, topic, partitions)
+    n = int(total_mb * 1_000_000 // RECORD_BYTES)
+    cmd = [gen, "produce", "--bootstrap", bootstrap, "--topic", topic, "--records", str(n),
+           "--record-bytes", str(RECORD_BYTES), "--batch-size", str(args.gen_batch_size),
+           "--max-in-flight", str(args.gen_in_flight), "--broker-pid", str(broker_pid)]
+    if GEN_MODES[mode]:
+        cmd.append("--idempotent")
+    if args.pin:
+        cmd = ["taskset", "-c", "0"] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    delete_topic(admin, topic)
+    if out.returncode != 0:
+        sys.exit("%s: generator failed: %s" % (topic, out.stderr.strip()[-2000:]))
+    line = [l for l in out.stdout.splitlines() if l.startswith("produce: ")]
+    if not line:
+        sys.exit("%s: no produce line in %r" % (topic, out.stdout))
+    kv = dict(w.split("=", 1) for w in line[0][len("produce: "):].split())
+    f = lambda k: float(kv[k])
+    return {
+        "topic": topic,
+        "records": int(kv["records"]),
+        "mb": f("mb"),
+        "seconds": f("seconds"),
+        "mb_per_s": f("mb_per_s"),
+        "records_per_s": f("records_per_s"),
+        "broker_cpu_ms_per_mb": f("broker_cpu_ms_per_mb"),
+        "broker_cpu_util": f("broker_cpu_ms") / 1000.0 / f("seconds"),
+        "client_cpu_ms_per_mb": f("client_cpu_ms_per_mb"),
+        "produce_requests": int(kv["requests"]),
+        "kib_per_request": f("kib_per_request"),
+        "rtt_ms": f("rtt_ms"),
+        "queue_ms": float("nan"),
+        "producer_id": int(kv["producer_id"]),
+        "records_per_batch": int(kv["records_per_batch"]),
+    }
+
+
 def fmt(values, digits):
     return "%.*f [%.*f-%.*f]" % (
         digits, statistics.median(values), digits, min(values), digits, max(values))
@@ -217,7 +281,7 @@ def fmt(values, digits):
 
 def report(results, cells, modes, pairs):
     print()
-    print("median [min-max] over %d pairs; ratios are X/on (of the medians; per pair)" % pairs)
+    print("median [min-max] over %d pairs; ratios A/B of the medians, then per pair" % pairs)
     for cell in cells:
         rows = {
             m: sorted((r for r in results if r["cell"] == cell and r["mode"] == m),
@@ -227,18 +291,18 @@ def report(results, cells, modes, pairs):
         parts = CELLS[cell]
         print("%s (%d partition%s):" % (cell, parts, "" if parts == 1 else "s"))
         for metric, label in METRICS:
-            on = [r[metric] for r in rows["on"]]
             line = "  %-17s" % label
             for m in modes:
                 line += " %s %-23s" % (m, fmt([r[metric] for r in rows[m]], 2))
             print(line)
-            for m in modes:
-                if m == "on":
+            for a, b in RATIOS:
+                if a not in modes or b not in modes:
                     continue
-                other = [r[metric] for r in rows[m]]
-                per_pair = [a / b for a, b in zip(on, other)]
-                print("  %-17s on/%s %.3f (pairs %s)" % (
-                    "", m, statistics.median(on) / statistics.median(other), fmt(per_pair, 3)))
+                va = [r[metric] for r in rows[a]]
+                vb = [r[metric] for r in rows[b]]
+                per_pair = [x / y for x, y in zip(va, vb)]
+                print("  %-17s %s/%s %.3f (pairs %s)" % (
+                    "", a, b, statistics.median(va) / statistics.median(vb), fmt(per_pair, 3)))
         for m in modes:
             v = [r["mb_per_s"] for r in rows[m]]
             print("  run-to-run spread of MB/s, %-4s: %.1f%%" % (
@@ -255,12 +319,21 @@ def main():
     ap.add_argument("--control", action="store_true",
                     help='add "off1" (idempotence off, max.in.flight=1) to every pair')
     ap.add_argument("--json", help="write all measurements here")
+    ap.add_argument("--generator",
+                    help="skiff-bench binary: adds modes gon/goff (the Rust pipelining "
+                         "generator, idempotent or not) to every pair")
+    ap.add_argument("--no-librdkafka", action="store_true",
+                    help="with --generator: only the generator modes")
+    ap.add_argument("--gen-batch-size", type=int, default=16384)
+    ap.add_argument("--gen-in-flight", type=int, default=5)
     args = ap.parse_args()
     cells = [c.strip() for c in args.cells.split(",") if c.strip()]
     for c in cells:
         if c not in CELLS:
             sys.exit("unknown cell %s (known: %s)" % (c, ", ".join(CELLS)))
-    modes = ["on", "off"] + (["off1"] if args.control else [])
+    modes = [] if (args.generator and args.no_librdkafka) else ["on", "off"]
+    modes += ["off1"] if args.control else []
+    modes += list(GEN_MODES) if args.generator else []
     if args.pin:
         os.sched_setaffinity(0, {0})
 
@@ -273,6 +346,9 @@ def main():
         print("broker %s pid %d, %s MB per measurement, %d pairs, cells %s, modes %s, pinned=%s"
               % (args.broker, broker.pid, args.mb, args.pairs, ",".join(cells),
                  ",".join(modes), args.pin))
+        if args.generator:
+            print("generator %s: batch.size %d, %d requests in flight"
+                  % (args.generator, args.gen_batch_size, args.gen_in_flight))
         print("%-4s %-4s %-4s %9s %9s %12s %12s %9s %9s %8s %8s" % (
             "pair", "cell", "mode", "MB/s", "krec/s", "brokerms/MB", "clientms/MB",
             "brokerCPU", "KiB/req", "rtt ms", "queue ms"))
@@ -281,7 +357,12 @@ def main():
                 shift = pair % len(modes)
                 for mode in modes[shift:] + modes[:shift]:
                     topic = "%s-%s-%d" % (cell.lower(), mode, pair)
-                    r = measure(bootstrap, broker.pid, admin, topic, CELLS[cell], mode, args.mb)
+                    if mode in GEN_MODES:
+                        r = measure_gen(args.generator, bootstrap, broker.pid, admin, topic,
+                                        CELLS[cell], mode, args.mb, args)
+                    else:
+                        r = measure(bootstrap, broker.pid, admin, topic, CELLS[cell], mode,
+                                    args.mb)
                     r.update(pair=pair, cell=cell, mode=mode)
                     results.append(r)
                     print("%-4d %-4s %-4s %9.1f %9.1f %12.2f %12.2f %8.0f%% %9.0f %8.2f %8.1f" % (
@@ -290,6 +371,7 @@ def main():
                         100 * r["broker_cpu_util"], r["kib_per_request"], r["rtt_ms"],
                         r["queue_ms"]), flush=True)
         print("uptime: %s" % uptime())
+        print("broker peak RSS (VmHWM): %s" % vm_hwm(broker.pid))
     finally:
         broker.terminate()
         try:

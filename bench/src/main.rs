@@ -12,6 +12,8 @@
 //!   index and offset-for-timestamp latency, durable mode with group commit. See [`storage`].
 //! - `delivery` (issue 8): produce CPU-ms/MB on delay-enabled topics (0/1/100% delayed) vs a
 //!   plain topic, and bytes per pending delayed batch at 1M pending. See [`delivery`].
+//! - `produce` (issue 5): a pipelining Produce load generator over TCP (idempotent or not) that
+//!   prints one `produce: key=value ...` line. See [`produce_gen`].
 //!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
@@ -22,6 +24,8 @@ mod durable;
 mod index;
 mod machine;
 mod payload;
+mod produce_gen;
+mod produce_plan;
 mod read;
 mod report;
 mod storage;
@@ -69,6 +73,9 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// A Produce load generator (issue 5): one connection, up to --max-in-flight requests
+    /// pipelined, every answer checked; prints one `produce: key=value ...` line.
+    Produce(produce_gen::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -88,5 +95,6 @@ fn main() -> anyhow::Result<()> {
             },
         ),
         Command::Delivery { dir, quick } => delivery::run(&dir, &delivery::Options { quick }),
+        Command::Produce(args) => produce_gen::main(args),
     }
 }

@@ -1,0 +1,492 @@
+//! `skiff-bench produce`: a pipelining Produce load generator speaking the Kafka protocol
+//! directly (issue 5's cell P4: an idempotent producer that keeps several requests in flight
+//! per partition, as the Java client does, which librdkafka does not).
+//!
+//! Mental model: one blocking TCP connection to one broker, like a client's. Metadata (polled
+//! until the topic has a leader for every partition), InitProducerId when idempotent, then one
+//! warm-up request (one record per partition, untimed), then the timed run: requests planned by
+//! [`Planner`] (full batches of `batch_size` bytes of random `record_bytes`-byte values,
+//! `acks=-1`), at most `max_in_flight` unanswered at any time, answers read in order and each
+//! checked by [`Checker`] (error 0, base offsets consecutive per partition). Linger does not
+//! apply: a closed-loop producer always has full batches. The clock runs from the first timed
+//! request to the last answer; CPU is this process's and, with `--broker-pid`, the broker's,
+//! both from `/proc/<pid>/stat` over the same window.
+//!
+//! Output: one `produce: key=value ...` line (parsed by `bench/idempotence/`), then exit 0; any
+//! unexpected answer is an error (exit 1). It is a benchmark tool, not a client: no retries,
+//! no reconnects, no leader changes.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bytes::{Bytes, BytesMut};
+use skiff_protocol::{
+    ApiKey, InitProducerIdRequest, MetadataRequest, MetadataRequestTopic, PartitionProduceData,
+    ProduceRequest, Records, RequestBody, RequestHeader, ResponseBody, TopicProduceData,
+    decode_response, encode_request,
+};
+use skiff_record::{BatchBuilder, BatchOptions};
+
+use crate::payload::Rng;
+use crate::produce_plan::{BatchPlan, Checker, PartitionAnswer, Planner};
+
+const PRODUCE_VERSION: i16 = 11;
+const METADATA_VERSION: i16 = 12;
+const INIT_PRODUCER_ID_VERSION: i16 = 4;
+/// Every blocking read or write, and the metadata wait, is bounded by this.
+const DEADLINE: Duration = Duration::from_secs(30);
+/// Distinct random values cycled through (so batches are not all one repeated value).
+const VALUES: usize = 64;
+
+/// The `produce` subcommand's arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Broker address host:port (one broker: the generator opens one connection).
+    #[arg(long)]
+    pub bootstrap: String,
+    /// An existing topic (every partition is written, round-robin).
+    #[arg(long)]
+    pub topic: String,
+    /// Records to produce in the timed run (after one warm-up record per partition).
+    #[arg(long, default_value_t = 390_625)]
+    pub records: u64,
+    /// Value size of each record (random bytes, no key).
+    #[arg(long, default_value_t = 1024)]
+    pub record_bytes: usize,
+    /// Maximum encoded size of one batch, as the Java client's batch.size.
+    #[arg(long, default_value_t = 16_384)]
+    pub batch_size: usize,
+    /// Maximum size of one request's batches (max.request.size).
+    #[arg(long, default_value_t = 1_048_576)]
+    pub max_request_size: usize,
+    /// Requests in flight on the connection (max.in.flight.requests.per.connection).
+    #[arg(long, default_value_t = 5)]
+    pub max_in_flight: usize,
+    /// Idempotent producer: InitProducerId, then producer id, epoch 0 and sequences.
+    #[arg(long)]
+    pub idempotent: bool,
+    /// Also reports this process's CPU (the broker's) over the timed window.
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
+}
+
+/// Runs the subcommand: prints the `produce:` line.
+pub fn main(a: Args) -> Result<()> {
+    let opts = Options {
+        bootstrap: a.bootstrap,
+        topic: a.topic,
+        records: a.records,
+        record_bytes: a.record_bytes,
+        batch_size: a.batch_size,
+        max_request_size: a.max_request_size,
+        max_in_flight: a.max_in_flight,
+        idempotent: a.idempotent,
+        broker_pid: a.broker_pid,
+    };
+    println!("{}", run(&opts)?.line(opts.idempotent));
+    Ok(())
+}
+
+/// What to produce.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub bootstrap: String,
+    pub topic: String,
+    pub records: u64,
+    pub record_bytes: usize,
+    pub batch_size: usize,
+    pub max_request_size: usize,
+    pub max_in_flight: usize,
+    pub idempotent: bool,
+    pub broker_pid: Option<u32>,
+}
+
+/// The figures of one run.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub producer_id: i64,
+    pub partitions: usize,
+    pub records: u64,
+    pub requests: u64,
+    pub seconds: f64,
+    pub payload_mb: f64,
+    pub mean_rtt_ms: f64,
+    pub client_cpu_ms: f64,
+    pub broker_cpu_ms: Option<f64>,
+    pub records_per_batch: usize,
+}
+
+impl Outcome {
+    /// The `produce: key=value ...` line.
+    pub fn line(&self, idempotent: bool) -> String {
+        let mut s = format!(
+            "produce: idempotent={} producer_id={} partitions={} records={} records_per_batch={} \
+             requests={} seconds={:.4} mb={:.3} mb_per_s={:.2} records_per_s={:.0} \
+             kib_per_request={:.1} rtt_ms={:.3} client_cpu_ms={:.0} client_cpu_ms_per_mb={:.3}",
+            idempotent,
+            self.producer_id,
+            self.partitions,
+            self.records,
+            self.records_per_batch,
+            self.requests,
+            self.seconds,
+            self.payload_mb,
+            self.payload_mb / self.seconds,
+            self.records as f64 / self.seconds,
+            self.payload_mb * 1e6 / 1024.0 / self.requests.max(1) as f64,
+            self.mean_rtt_ms,
+            self.client_cpu_ms,
+            self.client_cpu_ms / self.payload_mb,
+        );
+        if let Some(b) = self.broker_cpu_ms {
+            s.push_str(&format!(
+                " broker_cpu_ms={b:.0} broker_cpu_ms_per_mb={:.3}",
+                b / self.payload_mb
+            ));
+        }
+        s
+    }
+}
+
+/// utime + stime of a process in ms (`/proc/<pid>/stat` fields 14 and 15, in USER_HZ = 100
+/// ticks on Linux).
+pub fn cpu_ms(pid: Option<u32>) -> Result<f64> {
+    let path = pid.map_or_else(
+        || "/proc/self/stat".to_string(),
+        |p| format!("/proc/{p}/stat"),
+    );
+    let stat = std::fs::read_to_string(&path).with_context(|| path.clone())?;
+    let rest = stat
+        .rfind(')')
+        .map(|i| &stat[i + 1..])
+        .context("malformed stat")?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| -> Result<f64> {
+        let v: u64 = f.get(i).context("short stat")?.parse()?;
+        Ok(v as f64 * 10.0)
+    };
+    // After ")": state is field 3, utime field 14 -> index 11, stime index 12.
+    Ok(tick(11)? + tick(12)?)
+}
+
+/// Records of `record_bytes` that fit one batch of at most `batch_size` bytes (at least 1),
+/// and that batch's encoded size, measured with the real encoder (uncompressed: the batch is
+/// its fixed header plus the records section).
+pub fn records_per_batch(record_bytes: usize, batch_size: usize) -> Result<(usize, usize)> {
+    let value = vec![0u8; record_bytes];
+    let mut one = BatchBuilder::new(idempotent_opts(0, 0));
+    one.append(0, None, Some(&value), &[]);
+    let header = one.uncompressed_records_bytes();
+    let header = one.build()?.len() - header;
+    let mut b = BatchBuilder::new(idempotent_opts(0, 0));
+    let mut size = header;
+    loop {
+        b.append(0, None, Some(&value), &[]);
+        let next = header + b.uncompressed_records_bytes();
+        if next > batch_size {
+            return Ok(if b.len() == 1 {
+                (1, next)
+            } else {
+                (b.len() - 1, size)
+            });
+        }
+        size = next;
+    }
+}
+
+fn idempotent_opts(producer_id: i64, base_sequence: i32) -> BatchOptions {
+    BatchOptions {
+        producer_id,
+        producer_epoch: 0,
+        base_sequence,
+        ..BatchOptions::default()
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One blocking connection.
+struct Conn {
+    stream: TcpStream,
+    next_cid: i32,
+}
+
+impl Conn {
+    fn open(addr: &str) -> Result<Conn> {
+        let stream = TcpStream::connect(addr).with_context(|| format!("connect {addr}"))?;
+        stream.set_read_timeout(Some(DEADLINE))?;
+        stream.set_write_timeout(Some(DEADLINE))?;
+        stream.set_nodelay(true)?;
+        Ok(Conn {
+            stream,
+            next_cid: 1,
+        })
+    }
+
+    /// Sends a request; returns its correlation id.
+    fn send(&mut self, version: i16, body: RequestBody) -> Result<i32> {
+        let correlation_id = self.next_cid;
+        self.next_cid = self.next_cid.wrapping_add(1);
+        let header = RequestHeader {
+            request_api_key: body.api_key() as i16,
+            request_api_version: version,
+            correlation_id,
+            client_id: Some("skiff-bench-produce".into()),
+        };
+        let mut out = BytesMut::new();
+        encode_request(&header, &body, &mut out)?;
+        self.stream.write_all(&out)?;
+        Ok(correlation_id)
+    }
+
+    /// Reads the next response, which must be for `cid`.
+    fn recv(&mut self, key: ApiKey, version: i16, cid: i32) -> Result<ResponseBody> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).context("response size")?;
+        let size = usize::try_from(i32::from_be_bytes(size)).context("negative frame size")?;
+        let mut buf = vec![0u8; size];
+        self.stream.read_exact(&mut buf).context("response body")?;
+        let (h, body) = decode_response(key, version, Bytes::from(buf))?;
+        if h.correlation_id != cid {
+            bail!(
+                "answer for correlation id {} while {cid} was next",
+                h.correlation_id
+            );
+        }
+        Ok(body)
+    }
+
+    fn call(&mut self, version: i16, body: RequestBody) -> Result<ResponseBody> {
+        let key = body.api_key();
+        let cid = self.send(version, body)?;
+        self.recv(key, version, cid)
+    }
+
+    /// Partition count of `topic`, once every partition has a leader.
+    fn partitions(&mut self, topic: &str) -> Result<usize> {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let req = MetadataRequest {
+                topics: Some(vec![MetadataRequestTopic {
+                    name: Some(topic.into()),
+                    ..MetadataRequestTopic::default()
+                }]),
+                allow_auto_topic_creation: false,
+                ..MetadataRequest::default()
+            };
+            let ResponseBody::Metadata(r) = self.call(METADATA_VERSION, req.into())? else {
+                bail!("not a Metadata response");
+            };
+            if let Some(t) = r.topics.first()
+                && t.error_code == 0
+                && !t.partitions.is_empty()
+                && t.partitions
+                    .iter()
+                    .all(|p| p.error_code == 0 && p.leader_id >= 0)
+            {
+                return Ok(t.partitions.len());
+            }
+            if Instant::now() > deadline {
+                bail!("topic {topic} has no leader for every partition within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn init_producer_id(&mut self) -> Result<i64> {
+        let req = InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+        };
+        let ResponseBody::InitProducerId(r) = self.call(INIT_PRODUCER_ID_VERSION, req.into())?
+        else {
+            bail!("not an InitProducerId response");
+        };
+        if r.error_code != 0 || r.producer_epoch != 0 {
+            bail!(
+                "InitProducerId: error {} epoch {}",
+                r.error_code,
+                r.producer_epoch
+            );
+        }
+        Ok(r.producer_id)
+    }
+}
+
+/// Builds one request's batches.
+struct Encoder {
+    topic: String,
+    producer_id: i64,
+    values: Vec<Vec<u8>>,
+    next_value: usize,
+}
+
+impl Encoder {
+    fn request(&mut self, plan: &[BatchPlan]) -> Result<RequestBody> {
+        let ts = now_ms();
+        let mut partition_data = Vec::with_capacity(plan.len());
+        for b in plan {
+            let mut builder = BatchBuilder::new(if self.producer_id >= 0 {
+                idempotent_opts(self.producer_id, b.base_sequence)
+            } else {
+                BatchOptions::default()
+            });
+            for _ in 0..b.records {
+                let v = &self.values[self.next_value];
+                self.next_value = (self.next_value + 1) % self.values.len();
+                builder.append(ts, None, Some(v), &[]);
+            }
+            partition_data.push(PartitionProduceData {
+                index: b.partition,
+                records: Some(Records::Bytes(Bytes::from(builder.build()?))),
+            });
+        }
+        Ok(ProduceRequest {
+            transactional_id: None,
+            acks: -1,
+            timeout_ms: 30_000,
+            topic_data: vec![TopicProduceData {
+                name: self.topic.clone(),
+                partition_data,
+            }],
+        }
+        .into())
+    }
+}
+
+fn answers(body: ResponseBody) -> Result<Vec<PartitionAnswer>> {
+    let ResponseBody::Produce(r) = body else {
+        bail!("not a Produce response");
+    };
+    Ok(r.responses
+        .iter()
+        .flat_map(|t| t.partition_responses.iter())
+        .map(|p| PartitionAnswer {
+            partition: p.index,
+            error_code: p.error_code,
+            base_offset: p.base_offset,
+        })
+        .collect())
+}
+
+/// Runs the generator.
+pub fn run(opts: &Options) -> Result<Outcome> {
+    let (per_batch, batch_bytes) = records_per_batch(opts.record_bytes, opts.batch_size)?;
+    let max_request_batches = (opts.max_request_size / batch_bytes.max(1)).max(1);
+    let mut rng = Rng::new(0x5eed_1de0);
+    let values = (0..VALUES)
+        .map(|_| {
+            (0..opts.record_bytes)
+                .map(|_| rng.next_u64() as u8)
+                .collect()
+        })
+        .collect();
+    let mut conn = Conn::open(&opts.bootstrap)?;
+    let partitions = conn.partitions(&opts.topic)?;
+    let producer_id = if opts.idempotent {
+        conn.init_producer_id()?
+    } else {
+        -1
+    };
+    let mut enc = Encoder {
+        topic: opts.topic.clone(),
+        producer_id,
+        values,
+        next_value: 0,
+    };
+    let mut planner = Planner::new(
+        partitions,
+        per_batch,
+        max_request_batches,
+        opts.idempotent,
+        opts.records,
+    );
+    let mut checker = Checker::new(partitions);
+    let warm = planner.warmup();
+    let got = answers(conn.call(PRODUCE_VERSION, enc.request(&warm)?)?)?;
+    checker
+        .check(&warm, &got)
+        .map_err(|e| anyhow::anyhow!("warm-up: {e}"))?;
+
+    let max_in_flight = opts.max_in_flight.max(1);
+    let mut in_flight: VecDeque<(i32, Vec<BatchPlan>, Instant)> = VecDeque::new();
+    let (mut requests, mut rtt_total) = (0u64, Duration::ZERO);
+    let broker0 = opts.broker_pid.map(|p| cpu_ms(Some(p))).transpose()?;
+    let (self0, t0) = (cpu_ms(None)?, Instant::now());
+    loop {
+        while in_flight.len() < max_in_flight
+            && let Some(plan) = planner.next_request()
+        {
+            let req = enc.request(&plan)?;
+            let cid = conn.send(PRODUCE_VERSION, req)?;
+            in_flight.push_back((cid, plan, Instant::now()));
+        }
+        let Some((cid, plan, sent)) = in_flight.pop_front() else {
+            break;
+        };
+        let got = answers(conn.recv(ApiKey::Produce, PRODUCE_VERSION, cid)?)?;
+        rtt_total += sent.elapsed();
+        requests += 1;
+        checker
+            .check(&plan, &got)
+            .map_err(|e| anyhow::anyhow!("request {requests}: {e}"))?;
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let client_cpu_ms = cpu_ms(None)? - self0;
+    let broker_cpu_ms = match (opts.broker_pid, broker0) {
+        (Some(p), Some(b0)) => Some(cpu_ms(Some(p))? - b0),
+        _ => None,
+    };
+    Ok(Outcome {
+        producer_id,
+        partitions,
+        records: opts.records,
+        requests,
+        seconds,
+        payload_mb: opts.records as f64 * opts.record_bytes as f64 / 1e6,
+        mean_rtt_ms: rtt_total.as_secs_f64() * 1000.0 / requests.max(1) as f64,
+        client_cpu_ms,
+        broker_cpu_ms,
+        records_per_batch: per_batch,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_size_counts_whole_encoded_batches() {
+        // Java's and the brief's default: 15 records of 1 KiB fit 16384 bytes, 16 do not.
+        let (n, size) = records_per_batch(1024, 16384).unwrap();
+        assert_eq!(n, 15);
+        let mut b = BatchBuilder::new(idempotent_opts(7, 0));
+        for _ in 0..n {
+            b.append(0, None, Some(&[1u8; 1024]), &[]);
+        }
+        assert_eq!(
+            b.build().unwrap().len(),
+            size,
+            "the predicted batch size is exact"
+        );
+        assert!(size <= 16384);
+        assert_eq!(records_per_batch(1024, 100).unwrap().0, 1, "at least one");
+        let (n, size) = records_per_batch(1024, 1_000_000).unwrap();
+        assert!((960..=970).contains(&n) && size <= 1_000_000, "{n} {size}");
+    }
+
+    #[test]
+    fn own_cpu_is_readable() {
+        assert!(cpu_ms(None).unwrap() >= 0.0);
+    }
+}

@@ -1,0 +1,319 @@
+//! The pure half of the produce load generator ([`crate::produce_gen`]): which batches each
+//! Produce request carries, with which sequence numbers, and whether a response is the one
+//! those batches must get.
+//!
+//! Mental model: a closed-loop producer always has full batches ready, so, like the Java
+//! client's sender draining its accumulator, every request carries one full batch (of
+//! `per_batch` records) for each of as many partitions as fit in `max_request_batches`,
+//! partitions taken round-robin; the last batches of a run may be short. [`Planner`] owns the
+//! per-partition next sequence: with idempotence each batch's base sequence is the previous
+//! batch's base plus its record count (wrapping from `i32::MAX` to 0, as Kafka), the warm-up
+//! batch included; without it every base sequence is -1 (no producer id). [`Checker`] owns the
+//! per-partition next offset: a partition's first answer fixes it, every later answer must be
+//! error 0 at exactly that offset (a single producer on a fresh topic, so any gap or repeat is
+//! a lost or duplicated batch). Requests are answered in order on one connection, so the
+//! in-flight queue is a FIFO and the checker sees answers in the order the planner made them.
+//!
+//! Invariants: sequences of a partition are gap-free across batches and requests; a request
+//! never names a partition twice; the planner hands out exactly `total` records after the
+//! warm-up.
+
+/// One batch of a planned request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchPlan {
+    pub partition: i32,
+    /// -1 without idempotence.
+    pub base_sequence: i32,
+    pub records: usize,
+}
+
+/// Kafka's sequence increment: wraps from `i32::MAX` to 0.
+pub fn add_sequence(seq: i32, n: usize) -> i32 {
+    let n = (n % (1usize << 31)) as i64;
+    ((i64::from(seq) + n) % (1i64 << 31)) as i32
+}
+
+/// Hands out the batches of each request.
+#[derive(Clone, Debug)]
+pub struct Planner {
+    idempotent: bool,
+    per_batch: usize,
+    max_request_batches: usize,
+    next_sequence: Vec<i32>,
+    next_partition: usize,
+    remaining: u64,
+}
+
+impl Planner {
+    /// `partitions` >= 1, `per_batch` >= 1 and `max_request_batches` >= 1 (clamped).
+    pub fn new(
+        partitions: usize,
+        per_batch: usize,
+        max_request_batches: usize,
+        idempotent: bool,
+        total: u64,
+    ) -> Planner {
+        Planner {
+            idempotent,
+            per_batch: per_batch.max(1),
+            max_request_batches: max_request_batches.max(1),
+            next_sequence: vec![0; partitions.max(1)],
+            next_partition: 0,
+            remaining: total,
+        }
+    }
+
+    /// Records not yet handed out.
+    #[cfg(test)]
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    fn take(&mut self, partition: usize, records: usize) -> BatchPlan {
+        let base_sequence = if self.idempotent {
+            let s = self.next_sequence[partition];
+            self.next_sequence[partition] = add_sequence(s, records);
+            s
+        } else {
+            -1
+        };
+        BatchPlan {
+            partition: partition as i32,
+            base_sequence,
+            records,
+        }
+    }
+
+    /// One single-record batch per partition (not counted in `total`): connection, producer id
+    /// and partition state exist before the clock starts.
+    pub fn warmup(&mut self) -> Vec<BatchPlan> {
+        (0..self.next_sequence.len())
+            .map(|p| self.take(p, 1))
+            .collect()
+    }
+
+    /// The next request's batches, or `None` once every record was handed out.
+    pub fn next_request(&mut self) -> Option<Vec<BatchPlan>> {
+        let partitions = self.next_sequence.len();
+        let mut out = Vec::new();
+        while self.remaining > 0 && out.len() < self.max_request_batches.min(partitions) {
+            let records = self.remaining.min(self.per_batch as u64) as usize;
+            let p = self.next_partition;
+            self.next_partition = (p + 1) % partitions;
+            out.push(self.take(p, records));
+            self.remaining -= records as u64;
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// One partition's answer in a Produce response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionAnswer {
+    pub partition: i32,
+    pub error_code: i16,
+    pub base_offset: i64,
+}
+
+/// Checks every answer against the batches sent.
+#[derive(Clone, Debug)]
+pub struct Checker {
+    next_offset: Vec<Option<i64>>,
+}
+
+impl Checker {
+    pub fn new(partitions: usize) -> Checker {
+        Checker {
+            next_offset: vec![None; partitions.max(1)],
+        }
+    }
+
+    /// `sent`'s batches must each be answered exactly once, with error 0, at the partition's
+    /// next offset (any offset >= 0 for a partition's first answer).
+    pub fn check(&mut self, sent: &[BatchPlan], got: &[PartitionAnswer]) -> Result<(), String> {
+        if got.len() != sent.len() {
+            return Err(format!(
+                "{} partition answers for {} batches",
+                got.len(),
+                sent.len()
+            ));
+        }
+        for b in sent {
+            let mut answers = got.iter().filter(|a| a.partition == b.partition);
+            let (Some(a), None) = (answers.next(), answers.next()) else {
+                return Err(format!(
+                    "partition {} not answered exactly once",
+                    b.partition
+                ));
+            };
+            if a.error_code != 0 {
+                return Err(format!(
+                    "partition {}: error code {}",
+                    b.partition, a.error_code
+                ));
+            }
+            let slot = usize::try_from(b.partition)
+                .ok()
+                .and_then(|p| self.next_offset.get_mut(p))
+                .ok_or_else(|| format!("partition {} out of range", b.partition))?;
+            match *slot {
+                Some(want) if a.base_offset != want => {
+                    return Err(format!(
+                        "partition {}: base offset {} but {} expected (gap or duplicate)",
+                        b.partition, a.base_offset, want
+                    ));
+                }
+                None if a.base_offset < 0 => {
+                    return Err(format!(
+                        "partition {}: base offset {}",
+                        b.partition, a.base_offset
+                    ));
+                }
+                _ => {}
+            }
+            *slot = Some(a.base_offset + b.records as i64);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn answers(plan: &[BatchPlan], bases: &[i64]) -> Vec<PartitionAnswer> {
+        plan.iter()
+            .zip(bases)
+            .map(|(b, &base_offset)| PartitionAnswer {
+                partition: b.partition,
+                error_code: 0,
+                base_offset,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sequence_wraps_like_kafka() {
+        for (seq, n, want) in [
+            (0, 5, 5),
+            (i32::MAX, 1, 0),
+            (i32::MAX - 2, 5, 2),
+            (10, 0, 10),
+        ] {
+            assert_eq!(add_sequence(seq, n), want, "{seq} + {n}");
+        }
+    }
+
+    #[test]
+    fn one_partition_sequences_continue_from_the_warmup() {
+        let mut p = Planner::new(1, 15, 8, true, 40);
+        assert_eq!(
+            p.warmup(),
+            vec![BatchPlan {
+                partition: 0,
+                base_sequence: 0,
+                records: 1
+            }]
+        );
+        let mut got = Vec::new();
+        while let Some(r) = p.next_request() {
+            assert_eq!(r.len(), 1, "one partition: one batch per request");
+            got.push((r[0].base_sequence, r[0].records));
+        }
+        assert_eq!(got, vec![(1, 15), (16, 15), (31, 10)]);
+        assert_eq!(p.remaining(), 0);
+    }
+
+    #[test]
+    fn partitions_round_robin_with_gap_free_sequences_each() {
+        let (parts, per_batch, total) = (3, 4, 50u64);
+        let mut p = Planner::new(parts, per_batch, 2, true, total);
+        p.warmup();
+        let mut next = vec![1i32; parts];
+        let mut handed = 0;
+        let mut order = Vec::new();
+        while let Some(r) = p.next_request() {
+            assert!(r.len() <= 2);
+            let mut seen: Vec<i32> = r.iter().map(|b| b.partition).collect();
+            seen.dedup();
+            assert_eq!(seen.len(), r.len(), "a partition twice in one request");
+            for b in r {
+                let i = b.partition as usize;
+                assert_eq!(b.base_sequence, next[i], "partition {i}");
+                next[i] += b.records as i32;
+                handed += b.records as u64;
+                order.push(b.partition);
+            }
+        }
+        assert_eq!(handed, total);
+        assert_eq!(&order[..6], &[0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn without_idempotence_every_sequence_is_minus_one() {
+        let mut p = Planner::new(2, 3, 8, false, 10);
+        let all: Vec<BatchPlan> = p
+            .warmup()
+            .into_iter()
+            .chain(std::iter::from_fn(|| p.next_request()).flatten())
+            .collect();
+        assert!(all.iter().all(|b| b.base_sequence == -1));
+        assert_eq!(all.iter().map(|b| b.records).sum::<usize>(), 12);
+    }
+
+    #[test]
+    fn checker_accepts_consecutive_offsets_only() {
+        let mut p = Planner::new(2, 5, 8, true, 20);
+        let mut c = Checker::new(2);
+        let w = p.warmup();
+        c.check(&w, &answers(&w, &[0, 0])).unwrap();
+        let r1 = p.next_request().unwrap();
+        c.check(&r1, &answers(&r1, &[1, 1])).unwrap();
+        let r2 = p.next_request().unwrap();
+        // Partition 1 repeats the previous offset: a duplicate.
+        let err = c.check(&r2, &answers(&r2, &[6, 1])).unwrap_err();
+        assert!(err.contains("partition 1"), "{err}");
+    }
+
+    #[test]
+    fn checker_table_of_bad_answers() {
+        let sent = vec![
+            BatchPlan {
+                partition: 0,
+                base_sequence: 0,
+                records: 3,
+            },
+            BatchPlan {
+                partition: 1,
+                base_sequence: 0,
+                records: 3,
+            },
+        ];
+        let ok = |p, o| PartitionAnswer {
+            partition: p,
+            error_code: 0,
+            base_offset: o,
+        };
+        let cases: Vec<(&str, Vec<PartitionAnswer>)> = vec![
+            ("missing", vec![ok(0, 0)]),
+            ("twice", vec![ok(0, 0), ok(0, 0)]),
+            (
+                "error",
+                vec![
+                    ok(0, 0),
+                    PartitionAnswer {
+                        error_code: 45,
+                        ..ok(1, 0)
+                    },
+                ],
+            ),
+            ("negative", vec![ok(0, -1), ok(1, 0)]),
+            ("unknown partition", vec![ok(0, 0), ok(7, 0)]),
+        ];
+        for (name, got) in cases {
+            assert!(Checker::new(2).check(&sent, &got).is_err(), "{name}");
+        }
+        assert!(Checker::new(2).check(&sent, &[ok(1, 4), ok(0, 9)]).is_ok());
+    }
+}

@@ -1,0 +1,249 @@
+//! `skiff-bench produce` against an in-process broker over TCP, with a tiny volume: the stored
+//! log must hold exactly what the generator says it wrote. Idempotent: every batch carries the
+//! producer id InitProducerId returned, epoch 0, and base sequences gap-free per partition
+//! from 0 (the warm-up batch) with offsets equal to sequences (one producer, fresh topic).
+//! Not idempotent: producer id and sequences -1. Small batches and 2 partitions so that each
+//! partition takes several batches and several requests are in flight at once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use skiff_protocol::*;
+use skiff_server::{Server, ServerSettings, StorageTopicConfigs};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+const PARTITIONS: i32 = 2;
+const RECORDS: u64 = 300;
+const RECORD_BYTES: usize = 200;
+
+struct Conn {
+    stream: TcpStream,
+    next_cid: i32,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let stream = TcpStream::connect_timeout(&addr, DEADLINE).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        Conn {
+            stream,
+            next_cid: 1,
+        }
+    }
+
+    fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
+        let body = body.into();
+        let key = body.api_key();
+        let correlation_id = self.next_cid;
+        self.next_cid += 1;
+        let header = RequestHeader {
+            request_api_key: key as i16,
+            request_api_version: version,
+            correlation_id,
+            client_id: Some("e2e-produce-gen".into()),
+        };
+        let mut out = BytesMut::new();
+        encode_request(&header, &body, &mut out).unwrap();
+        self.stream.write_all(&out).unwrap();
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).unwrap();
+        let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.stream.read_exact(&mut buf).unwrap();
+        let (h, body) = decode_response(key, version, Bytes::from(buf)).unwrap();
+        assert_eq!(h.correlation_id, correlation_id);
+        body
+    }
+
+    fn create_topic(&mut self, name: &str) {
+        let req = CreateTopicsRequest {
+            topics: vec![CreatableTopic {
+                name: name.into(),
+                num_partitions: PARTITIONS,
+                replication_factor: 1,
+                ..CreatableTopic::default()
+            }],
+            timeout_ms: 10_000,
+            ..CreateTopicsRequest::default()
+        };
+        let ResponseBody::CreateTopics(r) = self.call(7, req) else {
+            panic!()
+        };
+        assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    }
+
+    /// Every batch of a partition as (base offset, records, producer id, epoch, base sequence).
+    fn batches(&mut self, topic: &str, partition: i32) -> Vec<(i64, i32, i64, i16, i32)> {
+        let mut out = Vec::new();
+        let mut offset = 0i64;
+        loop {
+            let req = FetchRequest {
+                max_wait_ms: 0,
+                min_bytes: 0,
+                max_bytes: 8 << 20,
+                session_epoch: -1,
+                topics: vec![FetchTopic {
+                    topic: topic.into(),
+                    partitions: vec![FetchPartition {
+                        partition,
+                        fetch_offset: offset,
+                        partition_max_bytes: 8 << 20,
+                        ..FetchPartition::default()
+                    }],
+                    ..FetchTopic::default()
+                }],
+                ..FetchRequest::default()
+            };
+            let ResponseBody::Fetch(r) = self.call(12, req) else {
+                panic!()
+            };
+            let p = &r.responses[0].partitions[0];
+            assert_eq!(p.error_code, 0);
+            let bytes = p
+                .records
+                .as_ref()
+                .and_then(|r| r.as_bytes())
+                .cloned()
+                .unwrap_or_default();
+            let before = out.len();
+            for b in skiff_record::batches(&bytes) {
+                let (_, v) = b.unwrap();
+                if v.base_offset() < offset {
+                    continue;
+                }
+                out.push((
+                    v.base_offset(),
+                    v.records_count(),
+                    v.producer_id(),
+                    v.producer_epoch(),
+                    v.base_sequence(),
+                ));
+                offset = v.next_offset();
+            }
+            if out.len() == before || offset >= p.high_watermark {
+                return out;
+            }
+        }
+    }
+}
+
+/// Runs the generator; returns its `produce:` line as key -> value.
+fn generate(addr: SocketAddr, topic: &str, idempotent: bool) -> Vec<(String, String)> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skiff-bench"));
+    cmd.args([
+        "produce",
+        "--bootstrap",
+        &addr.to_string(),
+        "--topic",
+        topic,
+    ])
+    .args(["--records", &RECORDS.to_string()])
+    .args(["--record-bytes", &RECORD_BYTES.to_string()])
+    .args(["--batch-size", "2048", "--max-request-size", "2500"])
+    .args(["--max-in-flight", "5"]);
+    if idempotent {
+        cmd.arg("--idempotent");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "generator failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("produce: "))
+        .unwrap_or_else(|| panic!("no produce line in {stdout:?}"));
+    line.split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+fn field<'a>(kv: &'a [(String, String)], key: &str) -> &'a str {
+    &kv.iter().find(|(k, _)| k == key).unwrap().1
+}
+
+fn run(idempotent: bool) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = ServerSettings::with_log_dir(dir.path().join("data"));
+    let server = rt
+        .block_on(Server::start(
+            settings,
+            Arc::new(StorageTopicConfigs::default()),
+        ))
+        .unwrap();
+    let addr = server.listeners()[0].local_addr;
+    let topic = if idempotent { "gen-on" } else { "gen-off" };
+    let mut c = Conn::open(addr);
+    c.create_topic(topic);
+
+    let kv = generate(addr, topic, idempotent);
+    let pid: i64 = field(&kv, "producer_id").parse().unwrap();
+    let requests: u64 = field(&kv, "requests").parse().unwrap();
+    let per_batch: i32 = field(&kv, "records_per_batch").parse().unwrap();
+    assert_eq!(field(&kv, "records"), RECORDS.to_string());
+    assert!(
+        per_batch > 1 && per_batch < 10,
+        "records per batch {per_batch}"
+    );
+    if idempotent {
+        assert!(pid >= 0, "producer id {pid}");
+    } else {
+        assert_eq!(pid, -1);
+    }
+    // max.request.size fits one batch: one batch per request, so far more requests than the
+    // 5 in flight.
+    assert!(requests > 20, "{requests} requests");
+
+    let mut total = 0u64;
+    for p in 0..PARTITIONS {
+        let batches = c.batches(topic, p);
+        assert!(
+            batches.len() > 5,
+            "partition {p}: {} batches",
+            batches.len()
+        );
+        // Warm-up batch of one record first.
+        assert_eq!(batches[0].1, 1, "partition {p} warm-up batch");
+        let mut next = 0i64;
+        for &(base, count, bpid, epoch, seq) in &batches {
+            assert_eq!(base, next, "partition {p}: offsets gap-free");
+            assert_eq!(bpid, pid, "partition {p}: producer id");
+            if idempotent {
+                assert_eq!(epoch, 0);
+                assert_eq!(i64::from(seq), base, "partition {p}: sequence = offset");
+            } else {
+                assert_eq!((epoch, seq), (-1, -1));
+            }
+            assert!(count <= per_batch);
+            next = base + i64::from(count);
+            total += count as u64;
+        }
+    }
+    assert_eq!(total, RECORDS + PARTITIONS as u64, "every record once");
+    drop(c);
+    rt.block_on(server.shutdown()).unwrap();
+}
+
+#[test]
+fn e2e_idempotent_generator_writes_gap_free_sequences() {
+    run(true);
+}
+
+#[test]
+fn e2e_plain_generator_writes_no_producer_id() {
+    run(false);
+}
