@@ -166,8 +166,10 @@ fn unchanged_batches_are_copied_and_records_past_the_map_end_kept() {
 
 #[test]
 fn tombstones_get_a_horizon_then_expire_losing_ones_go_at_once() {
-    let mut config = LogConfig::default();
-    config.delete_retention_ms = 500;
+    let config = LogConfig {
+        delete_retention_ms: 500,
+        ..LogConfig::default()
+    };
     let b = batch(
         0,
         Default::default(),

@@ -245,8 +245,10 @@ fn header_strategy_across_passes_and_kip_rules() {
 #[test]
 fn tombstones_live_delete_retention_after_the_first_clean() {
     let d = tempfile::tempdir().unwrap();
-    let mut c = config("offset");
-    c.delete_retention_ms = 1000;
+    let c = LogConfig {
+        delete_retention_ms: 1000,
+        ..config("offset")
+    };
     let log = open(d.path(), c);
     put(&log, &[rec("a", Some("1"), NOW), rec("b", Some("1"), NOW)]);
     put(&log, &[rec("a", None, NOW)]);
@@ -343,9 +345,7 @@ fn a_full_key_map_cleans_a_prefix_and_later_passes_finish() {
 #[test]
 fn readers_during_cleans_see_no_error_and_no_duplicate_offset() {
     let d = tempfile::tempdir().unwrap();
-    let mut c = config("offset");
-    c.segment_bytes = 1 << 20;
-    let log = open(d.path(), c);
+    let log = open(d.path(), config("offset"));
     let stop = Arc::new(AtomicBool::new(false));
     let reader = {
         let log = Arc::clone(&log);

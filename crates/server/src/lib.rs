@@ -18,6 +18,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod broker;
+pub mod cleaner;
 pub mod connection;
 pub mod coordinator;
 pub mod error;

@@ -62,6 +62,8 @@ pub struct Server {
     drain_rx: mpsc::Receiver<()>,
     accept_tasks: Vec<JoinHandle<()>>,
     background: Option<BackgroundHandle>,
+    // compaction (issue 7)
+    cleaner: Option<skiff_compaction::LogCleaner>,
 }
 
 impl Server {
@@ -82,6 +84,7 @@ impl Server {
                 .map_err(|e| ServerError::Settings(format!("startup task failed: {e}")))??
         };
         let background = Some(broker.logs.start_background());
+        let cleaner = Some(crate::cleaner::start(&broker));
         crate::coordinator::GroupCoordinator::start(&broker);
         let limits = ConnectionLimits::new(
             broker.settings.connections_max,
@@ -146,6 +149,7 @@ impl Server {
             drain_rx,
             accept_tasks,
             background,
+            cleaner,
         })
     }
 
@@ -176,8 +180,10 @@ impl Server {
             );
         }
         let background = self.background.take();
+        let cleaner = self.cleaner.take();
         let broker = Arc::clone(&self.broker);
         tokio::task::spawn_blocking(move || {
+            drop(cleaner); // stops the cleaner threads before storage closes
             drop(background);
             broker.logs.shutdown()?;
             broker.metadata.close()?;

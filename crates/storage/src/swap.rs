@@ -149,7 +149,8 @@ impl CleanedSegment {
         let h = BatchHeader::parse(0, batch)
             .filter(|h| h.size as usize == batch.len())
             .ok_or_else(|| StorageError::InvalidArgument("cleaner output batch is torn".into()))?;
-        if self.last_offset.is_some_and(|l| h.base_offset <= l) || h.base_offset < self.base_offset()
+        if self.last_offset.is_some_and(|l| h.base_offset <= l)
+            || h.base_offset < self.base_offset()
         {
             return Err(StorageError::InvalidArgument(format!(
                 "cleaner output batch at {} is out of order",
@@ -243,9 +244,10 @@ impl Log {
             && replaced[0].base_offset == cleaned.base_offset()
             && replaced.iter().all(|r| {
                 r.base_offset < active_base
-                    && self.segments.get(&r.base_offset).is_some_and(|s| {
-                        Arc::ptr_eq(s.file(), &r.file) && s.size() == r.size
-                    })
+                    && self
+                        .segments
+                        .get(&r.base_offset)
+                        .is_some_and(|s| Arc::ptr_eq(s.file(), &r.file) && s.size() == r.size)
             })
             && replaced
                 .windows(2)

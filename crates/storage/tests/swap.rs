@@ -24,13 +24,12 @@ const SEGMENT_BYTES: u64 = 2048;
 fn build(dir: &Path) -> Log {
     let config = small_config(SEGMENT_BYTES);
     let (mut log, _) = open(dir, &config, false, 0);
-    let mut ts = T0;
     for i in 0..18u32 {
+        let ts = T0 + i64::from(i);
         let key = format!("k{}", i % 4);
         let recs = vec![Rec::new(ts, Some(key.as_bytes()), Some(&[b'v'; 550]))];
         let mut b = build_batch(Default::default(), &recs);
         log.append_as_leader(&mut b, 0, ts).unwrap();
-        ts += 1;
     }
     let end = log.log_end_offset();
     log.set_high_watermark(end);
@@ -42,7 +41,8 @@ fn build(dir: &Path) -> Log {
 fn clean_first_three(log: &Log) -> (CleanedSegment, Vec<SegmentRef>) {
     let view = log.clean_view().unwrap();
     let group: Vec<SegmentRef> = view.segments[..3].to_vec();
-    let mut out = CleanedSegment::create(log.dir(), group[0].base_offset, log.config(), T0).unwrap();
+    let mut out =
+        CleanedSegment::create(log.dir(), group[0].base_offset, log.config(), T0).unwrap();
     let mut batches = Vec::new();
     for s in &group {
         let mut scan = s.headers();
@@ -95,7 +95,11 @@ fn references() -> (Vec<Vec<u8>>, Vec<Vec<u8>>, i64) {
     check_indexes(&log, &layout(&log));
     drop(log);
     let new = read_all(&reopen(d2.path()), i64::MAX);
-    assert_eq!(offsets(&live), offsets(&new), "the swapped log reads the same after a restart");
+    assert_eq!(
+        offsets(&live),
+        offsets(&new),
+        "the swapped log reads the same after a restart"
+    );
     assert!(new.len() < old.len());
     (old, new, end)
 }
@@ -134,9 +138,21 @@ fn a_crash_at_any_swap_step_leaves_the_log_wholly_old_or_wholly_new() {
     let cases: Vec<(&str, Option<SwapStep>, bool)> = vec![
         ("cleaned files written", None, false),
         ("renamed to .swap", Some(SwapStep::Swapped), true),
-        ("first old segment .deleted", Some(SwapStep::OldDeleted(0)), true),
-        ("second old segment .deleted", Some(SwapStep::OldDeleted(1)), true),
-        ("all old segments .deleted", Some(SwapStep::OldDeleted(2)), true),
+        (
+            "first old segment .deleted",
+            Some(SwapStep::OldDeleted(0)),
+            true,
+        ),
+        (
+            "second old segment .deleted",
+            Some(SwapStep::OldDeleted(1)),
+            true,
+        ),
+        (
+            "all old segments .deleted",
+            Some(SwapStep::OldDeleted(2)),
+            true,
+        ),
         ("done", Some(SwapStep::Done), true),
     ];
     for (name, stop, want_new) in cases {
