@@ -11,10 +11,14 @@
 //! - `storage` (issue 2): raw write limit (`dd`), fdatasync loop, append / read throughput,
 //!   index and offset-for-timestamp latency, durable mode with group commit. See [`storage`].
 //!
+//! - `compaction` (issue 7): cleaner throughput against raw read+write, producer CPU with and
+//!   without a cleaner. See [`compaction`].
+//!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
 
 mod append;
+mod compaction;
 mod durable;
 mod index;
 mod machine;
@@ -57,6 +61,14 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         batch_sizes: Vec<usize>,
     },
+    /// The log cleaner benchmark (issue 7): cleaner MB/s (10%/90% duplicate keys, uncompressed
+    /// and lz4) against raw read+write, producer CPU-ms/MB with and without the cleaner.
+    Compaction {
+        #[arg(long, default_value = "./bench-data")]
+        dir: PathBuf,
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -75,5 +87,6 @@ fn main() -> anyhow::Result<()> {
                 batch_sizes,
             },
         ),
+        Command::Compaction { dir, quick } => compaction::run(&dir, &compaction::Options { quick }),
     }
 }
