@@ -364,3 +364,39 @@ fn a_crash_in_the_middle_of_a_swap_loses_nothing() {
         assert_eq!(v[0], ((25 + k) as i64, json!(format!("v{}", 25 + k))));
     }
 }
+
+fn alter(b: &Broker, topic: &str, key: &str, value: &str) -> Value {
+    python(
+        Python::PyPi,
+        "admin_ck.py",
+        "incremental",
+        &json!({"bootstrap": b.bootstrap(), "type": "topic", "name": topic,
+                "ops": [[key, "SET", value]]}),
+    )
+}
+
+#[test]
+fn the_strategy_is_a_dynamic_topic_config() {
+    let b = broker();
+    assert_eq!(create(&b, "dyn", compacted(&[]))["ok"], true);
+    let bad = alter(&b, "dyn", "compaction.strategy", "header:");
+    assert_eq!(bad["error"], "INVALID_CONFIG", "{bad}");
+    let bad = alter(&b, "dyn", "compaction.strategy", "header");
+    assert_eq!(
+        bad["error"], "INVALID_CONFIG",
+        "header without a name: {bad}"
+    );
+    // Switched before anything is cleaned: the next clean keeps the highest timestamp, where
+    // the default offset strategy would keep the later, older record.
+    let r = alter(&b, "dyn", "compaction.strategy", "timestamp");
+    assert_eq!(r["error"], Value::Null, "{r}");
+    let t0 = now_ms() - 600_000;
+    let messages = [
+        msg("k", Some("ts500"), Some(t0 + 500), None),
+        msg("k", Some("ts100"), Some(t0 + 100), None),
+    ];
+    let last = produce(&b, "dyn", &messages, true);
+    let expected: BTreeMap<String, (i64, Value)> = [("k".to_string(), (0, json!("ts500")))].into();
+    let (_, end) = wait_for(&b, "dyn", "the timestamp winner", one_per_key(&expected));
+    assert_eq!(end, last + 1);
+}
