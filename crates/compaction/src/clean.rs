@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use skiff_record::{BatchView, Record, records};
-use skiff_storage::swap::{CleanView, CleanedSegment, SegmentRef, SwapStep, read_batch};
+use skiff_storage::swap::{CleanView, CleanedSegment, SegmentRef, SwapStep};
 use skiff_storage::{SharedLog, StorageError};
 
 use crate::filter::{BatchOutcome, FilterContext, FilterCounts, filter_batch};
@@ -201,8 +201,10 @@ pub fn clean_log(
     }
     let strategy = Strategy::of(&view.config);
     let first_base = view.segments.first().map_or(0, |s| s.base_offset);
+    // Records below the log start offset are deleted: they never compete (and, not being
+    // winners, are dropped when their segment is rewritten).
     let map_start = if strategy.needs_whole_range() {
-        first_base
+        first_base.max(view.log_start_offset)
     } else {
         c.first_dirty
     };
@@ -227,7 +229,7 @@ pub fn clean_log(
     let map_end = build_map(
         &in_range,
         &strategy,
-        map_start,
+        (map_start, c.first_dirty),
         c.first_uncleanable,
         &mut map,
         throttle,
@@ -273,11 +275,12 @@ pub fn clean_log(
 }
 
 /// Builds the key map over `[start, end)`; returns the map's end (lower than `end` if full).
+/// Invalid header values are counted from `first_dirty` on (each record once).
 #[allow(clippy::too_many_arguments)]
 fn build_map(
     segments: &[&SegmentRef],
     strategy: &Strategy,
-    start: i64,
+    (start, first_dirty): (i64, i64),
     end: i64,
     map: &mut KeyMap,
     throttle: &mut Throttle,
@@ -285,8 +288,8 @@ fn build_map(
     out: &mut CleanOutcome,
 ) -> Result<i64, CleanError> {
     for s in segments {
-        let mut scan = s.headers();
-        while let Some(h) = scan.next_header()? {
+        let mut scan = s.batches();
+        while let Some((h, bytes)) = scan.next_batch()? {
             if h.last_offset < start || h.is_control() {
                 continue;
             }
@@ -296,10 +299,9 @@ fn build_map(
             if stop.load(Ordering::Relaxed) {
                 return Err(CleanError::Stopped);
             }
-            let bytes = read_batch(&s.file, &h)?;
             throttle.account(bytes.len() as u64);
             out.bytes_read += bytes.len() as u64;
-            let view = BatchView::new(&bytes).map_err(corrupt)?;
+            let view = BatchView::new(bytes).map_err(corrupt)?;
             let data = view.records_data(MAX_RECORDS_BYTES).map_err(corrupt)?;
             for rec in records(&data, view.records_count()) {
                 let rec: Record<'_> = rec.map_err(corrupt)?;
@@ -309,7 +311,7 @@ fn build_map(
                 }
                 let Some(key) = rec.key else { continue };
                 let (version, invalid) = version_of(strategy, &view, &rec);
-                out.invalid_header_values += u64::from(invalid);
+                out.invalid_header_values += u64::from(invalid && offset >= first_dirty);
                 if map.offer(key, Rank { version, offset }) == Offer::Full {
                     tracing::info!(
                         offset,
@@ -354,32 +356,27 @@ fn clean_group(
     let last_nonempty = group.iter().rposition(|s| s.size > 0);
     let result = (|| -> Result<(), CleanError> {
         for (si, s) in group.iter().enumerate() {
-            let mut headers = Vec::new();
-            let mut scan = s.headers();
-            while let Some(h) = scan.next_header()? {
-                headers.push(h);
-            }
-            if scan.stop_reason().is_some() {
-                return Err(corrupt(format!("torn segment at {}", s.base_offset)));
-            }
             let last_segment = Some(si) == last_nonempty;
-            for (bi, h) in headers.iter().enumerate() {
+            let mut scan = s.batches();
+            while let Some((h, bytes)) = scan.next_batch()? {
                 if stop.load(Ordering::Relaxed) {
                     return Err(CleanError::Stopped);
                 }
-                let bytes = read_batch(&s.file, h)?;
                 throttle.account(bytes.len() as u64);
                 out.bytes_read += bytes.len() as u64;
-                let retain = (last_segment && bi + 1 == headers.len())
+                let retain = (last_segment && h.end_position() == s.size)
                     || (h.producer_id >= 0 && retained.contains(&(h.producer_id, h.last_offset)));
-                match filter_batch(ctx, &bytes, retain, &mut counts).map_err(corrupt)? {
-                    BatchOutcome::Unchanged => cleaned.append(&bytes)?,
+                match filter_batch(ctx, bytes, retain, &mut counts).map_err(corrupt)? {
+                    BatchOutcome::Unchanged => cleaned.append(bytes)?,
                     BatchOutcome::Rewritten(b) => {
                         changed = true;
                         cleaned.append(&b)?;
                     }
                     BatchOutcome::Dropped => changed = true,
                 }
+            }
+            if scan.stop_reason().is_some() {
+                return Err(corrupt(format!("torn segment at {}", s.base_offset)));
             }
         }
         Ok(())
@@ -417,4 +414,33 @@ fn clean_group(
     out.segments_replaced += group.len();
     out.segments_written += 1;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttle_waits_only_when_ahead_of_the_rate() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // (bytes so far, elapsed, rate, wait)
+        let table = [
+            (1_000_000.0, s(1), 1_000_000.0, Duration::ZERO),
+            (2_000_000.0, s(1), 1_000_000.0, s(1)),
+            (1_500_000.0, ms(500), 1_000_000.0, s(1)),
+            (500_000.0, s(1), 1_000_000.0, Duration::ZERO),
+            (1e12, s(0), f64::MAX, Duration::ZERO),
+            (1e12, s(0), f64::INFINITY, Duration::ZERO),
+            (1e12, s(0), 0.0, Duration::ZERO),
+            (1e12, s(0), 1.0, s(10)),
+        ];
+        for (bytes, elapsed, rate, want) in table {
+            let got = throttle_delay(bytes, elapsed, rate);
+            assert!(
+                (got.as_secs_f64() - want.as_secs_f64()).abs() < 1e-6,
+                "{bytes} B after {elapsed:?} at {rate} B/s: {got:?}, want {want:?}"
+            );
+        }
+    }
 }

@@ -35,7 +35,7 @@ use crate::checkpoint::OffsetCheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::log::{Log, fsync_dir, remove_files};
-use crate::segment::scan::{BatchHeader, HeaderScanner};
+use crate::segment::scan::{BatchHeader, BatchReader, HeaderScanner};
 use crate::segment::{
     DELETED_SUFFIX, LOG_SUFFIX, LogSegment, SegmentOptions, parse_base_offset, segment_file,
     segment_file_paths,
@@ -68,6 +68,11 @@ impl SegmentRef {
     /// Iterates the segment's batch headers (then read whole batches with [`read_batch`]).
     pub fn headers(&self) -> HeaderScanner<'_> {
         HeaderScanner::new(&self.file, 0, self.size)
+    }
+
+    /// Iterates the segment's whole batches (chunked reads, header + bytes).
+    pub fn batches(&self) -> BatchReader<'_> {
+        BatchReader::new(&self.file, 0, self.size)
     }
 }
 
@@ -185,6 +190,7 @@ impl CleanedSegment {
 impl Log {
     /// The cleaner's view of this log (cheap: `Arc`s and numbers).
     pub fn clean_view(&self) -> Result<CleanView> {
+        // (Result kept for views that will need I/O, e.g. delayed delivery's side files.)
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         let mut segments = Vec::with_capacity(bases.len());
         for (i, s) in self.segments.values().enumerate() {
@@ -195,7 +201,7 @@ impl Log {
                 size: s.size(),
                 index_bytes: s.offset_index().entries() as u64 * 8,
                 largest_timestamp: s.largest_timestamp(),
-                first_batch_timestamp: s.first_batch_max_timestamp()?,
+                first_batch_timestamp: s.first_batch_max_timestamp(),
             });
         }
         let producer_last_batches = self

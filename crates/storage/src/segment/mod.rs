@@ -494,9 +494,10 @@ impl LogSegment {
         Ok(())
     }
 
-    /// The first batch's max timestamp (Kafka's max-compaction-lag measure), if any.
-    pub fn first_batch_max_timestamp(&self) -> Result<Option<i64>> {
-        self.first_batch_timestamp()
+    /// The first batch's max timestamp (Kafka's max-compaction-lag measure), if any; kept in
+    /// memory (the time-based roll measures from it too), no I/O.
+    pub fn first_batch_max_timestamp(&self) -> Option<i64> {
+        self.rolling_based_timestamp
     }
 
     /// Renames all files with an extra suffix (e.g. `.deleted`) and returns the new paths.
