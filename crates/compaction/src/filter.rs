@@ -18,7 +18,9 @@
 //! idempotent producers keep their sequence) or the last batch of an output segment (so the
 //! segment's last offset, and the log's, never move). Retained empty batches have
 //! recordsCount 0, baseTimestamp -1 (or the horizon) and keep maxTimestamp. Control batches
-//! are copied unchanged. A batch nothing changes in is copied byte for byte.
+//! are copied unchanged. A batch nothing changes in is copied byte for byte; one that only
+//! loses records keeps its baseTimestamp and gets the surviving records' bytes as they were
+//! (only a new delete horizon, which moves every timestamp delta, re-encodes the records).
 //!
 //! Pure: bytes + map + `now` in, bytes out.
 
@@ -73,11 +75,16 @@ pub fn filter_batch(
     let data = view.records_data(ctx.max_records_bytes)?;
     let horizon = view.delete_horizon_ms();
     let mut kept = Vec::new();
+    // Byte range of each kept record in `data` (for the verbatim copy below).
+    let mut spans = Vec::new();
+    let mut cursor = 0usize;
     let mut kept_tombstone = false;
     let mut n = 0u64;
     for rec in records(&data, view.records_count()) {
         let rec = rec?;
         n += 1;
+        let span = record_span(&data, cursor)?;
+        cursor = span.end;
         let offset = view.record_offset(&rec);
         let winner = offset >= ctx.map_end
             || rec
@@ -87,6 +94,7 @@ pub fn filter_batch(
         if winner && !expired_tombstone {
             kept_tombstone |= rec.value.is_none();
             kept.push(rec);
+            spans.push(span);
         } else if rec.value.is_none() {
             counts.tombstones_removed += 1;
         }
@@ -107,6 +115,9 @@ pub fn filter_batch(
         None if kept_tombstone => Some(ctx.now_ms.saturating_add(ctx.config.delete_retention_ms)),
         None => None,
     };
+    if !kept.is_empty() && delete_horizon_ms == horizon {
+        return verbatim(ctx, &view, &data, &kept, &spans, codec).map(BatchOutcome::Rewritten);
+    }
     let mut b = BatchBuilder::new(BatchOptions {
         base_offset: view.base_offset(),
         partition_leader_epoch: view.partition_leader_epoch(),
@@ -132,6 +143,55 @@ pub fn filter_batch(
     }
     Ok(BatchOutcome::Rewritten(out))
 }
+
+/// The byte range of the record starting at `at` (its length prefix included).
+fn record_span(data: &[u8], at: usize) -> Result<std::ops::Range<usize>, RecordError> {
+    let mut rest = data.get(at..).unwrap_or_default();
+    let before = rest.len();
+    let len = skiff_record::varint::read_varint(&mut rest)?;
+    let prefix = before - rest.len();
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| at.checked_add(prefix)?.checked_add(l))
+        .filter(|e| *e <= data.len())
+        .ok_or_else(|| RecordError::MalformedRecord(format!("record length {len} at {at}")))?;
+    Ok(at..end)
+}
+
+/// The batch rebuilt around the kept records' bytes, copied as they are: the base timestamp
+/// (the deltas' reference) and every other header field stay, except recordsCount, the CRC
+/// and, for CreateTime, maxTimestamp (the kept records' maximum). Only valid when the delete
+/// horizon does not change.
+fn verbatim(
+    ctx: &FilterContext<'_>,
+    view: &BatchView<'_>,
+    data: &[u8],
+    kept: &[skiff_record::Record<'_>],
+    spans: &[std::ops::Range<usize>],
+    codec: skiff_record::Compression,
+) -> Result<Vec<u8>, RecordError> {
+    let mut body = Vec::with_capacity(spans.iter().map(|s| s.len()).sum());
+    for s in spans {
+        body.extend_from_slice(&data[s.clone()]);
+    }
+    let mut out = skiff_record::reencode(view, &body, codec, ctx.config.level_for(codec))?;
+    let count = i32::try_from(kept.len()).unwrap_or(i32::MAX);
+    out[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&count.to_be_bytes());
+    if view.timestamp_type() == TimestampType::CreateTime {
+        let max = kept
+            .iter()
+            .map(|r| view.record_timestamp(r))
+            .max()
+            .unwrap_or(-1);
+        out[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&max.to_be_bytes());
+    }
+    skiff_record::recompute_crc(&mut out);
+    Ok(out)
+}
+
+/// Header byte offsets (spec §0.2).
+const MAX_TIMESTAMP_AT: usize = 35;
+const RECORDS_COUNT_AT: usize = 57;
 
 #[cfg(test)]
 #[path = "filter_tests.rs"]

@@ -19,6 +19,10 @@
 //! step 1 completes for the data file, old; after, new. The cleaner keeps the last batch of
 //! every group (empty if need be) so the swap's last offset covers all segments it replaces.
 //!
+//! An I/O error in step 1 deletes the new files and leaves the log as it was; an error in
+//! steps 2-3 leaves the in-memory log short of the renamed segments until the next start,
+//! which rolls the swap forward (Kafka takes the log dir offline in that case).
+//!
 //! Invariant: `replace_segments` refuses (returns `Ok(false)`) unless every replaced segment is
 //! still in the log with the same file and size it had in the view, so a concurrent retention
 //! pass, truncation or delete never races with a swap. Offsets never change: the cleaned
@@ -266,8 +270,19 @@ impl Log {
             return Ok(false);
         }
         let dir = self.dir.clone();
-        cleaned.seg.set_file_suffix(&dir, SWAP_SUFFIX)?;
-        fsync_dir(&dir)?;
+        if let Err(e) = cleaned
+            .seg
+            .set_file_suffix(&dir, SWAP_SUFFIX)
+            .and_then(|()| fsync_dir(&dir))
+        {
+            // Nothing was replaced yet: drop the new files so a restart cannot roll them
+            // forward over segments that may change in the meantime.
+            let base = cleaned.base_offset();
+            drop(cleaned);
+            remove_files(&segment_file_paths(&dir, base, SWAP_SUFFIX));
+            remove_files(&segment_file_paths(&dir, base, CLEANED_SUFFIX));
+            return Err(e);
+        }
         if !hook(SwapStep::Swapped) {
             return Ok(true);
         }
