@@ -10,7 +10,9 @@
 //! (`i64::MAX` today; delayed delivery's stable offset later).
 //!
 //! Invariants: a log is cleaned by at most one thread at a time; the checkpoint of a log only
-//! moves after its clean's swaps completed.
+//! moves after its clean's swaps completed; a log whose clean failed (or found nothing to do)
+//! is skipped for a while (10 backoffs, 1 s - 5 min; one backoff) instead of being retried in
+//! a loop.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -61,6 +63,8 @@ struct Shared {
     extra_bound: Box<BoundFn>,
     stop: AtomicBool,
     busy: Mutex<HashSet<TopicPartition>>,
+    /// Logs whose last clean failed or made no progress, skipped until this time (ms).
+    skip_until: Mutex<HashMap<TopicPartition, i64>>,
     checkpoints: Mutex<HashMap<PathBuf, CleanerCheckpoint>>,
     sleep: (Mutex<()>, Condvar),
     seed: u64,
@@ -99,6 +103,7 @@ impl LogCleaner {
             extra_bound: Box::new(extra_bound),
             stop: AtomicBool::new(false),
             busy: Mutex::new(HashSet::new()),
+            skip_until: Mutex::new(HashMap::new()),
             checkpoints: Mutex::new(HashMap::new()),
             sleep: (Mutex::new(()), Condvar::new()),
             seed,
@@ -195,6 +200,7 @@ fn checkpoint_of(shared: &Shared, tp: &TopicPartition) -> Option<i64> {
 /// dirty ratio in the stats.
 fn pick(shared: &Shared, _backoff_ms: u64) -> Option<(TopicPartition, SharedLog)> {
     let now = now_ms();
+    shared.skip_until.lock().retain(|_, until| *until > now);
     let mut best: Option<(f64, TopicPartition, SharedLog)> = None;
     let all = shared.logs.all();
     shared.stats.retain(|tp| all.iter().any(|(t, _)| t == tp));
@@ -226,6 +232,7 @@ fn pick(shared: &Shared, _backoff_ms: u64) -> Option<(TopicPartition, SharedLog)
         });
         if c.due
             && !shared.busy.lock().contains(&tp)
+            && !shared.skip_until.lock().contains_key(&tp)
             && best.as_ref().is_none_or(|(r, _, _)| c.ratio > *r)
         {
             best = Some((c.ratio, tp, log));
@@ -295,9 +302,19 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
                 "log cleaned"
             );
         }
-        Ok(None) => {}
+        Ok(None) => {
+            // Due but nothing to do (the log changed since the pick): look again after a
+            // backoff, not in a tight loop.
+            let until = now.saturating_add(settings.backoff_ms as i64);
+            shared.skip_until.lock().insert(tp.clone(), until);
+        }
         Err(CleanError::Stopped) => {}
         Err(e) => {
+            // Kafka marks such a log uncleanable; here it is retried after 10 backoffs
+            // (1 s to 5 min), so one bad log cannot keep a cleaner thread busy.
+            let pause = (settings.backoff_ms.saturating_mul(10)).clamp(1_000, 300_000);
+            let until = now.saturating_add(pause as i64);
+            shared.skip_until.lock().insert(tp.clone(), until);
             if shared.logs.get(tp).is_some() {
                 tracing::warn!(%tp, error = %e, "log clean failed; retried after the backoff");
                 shared

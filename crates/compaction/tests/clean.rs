@@ -421,3 +421,36 @@ fn the_background_cleaner_records_status_and_the_checkpoint() {
         "nothing dirty after the clean"
     );
 }
+
+#[test]
+fn a_failing_log_is_recorded_and_skipped_not_retried_in_a_loop() {
+    let d = tempfile::tempdir().unwrap();
+    let mgr_cfg = LogManagerConfig {
+        log_dirs: vec![d.path().to_path_buf()],
+        ..LogManagerConfig::default()
+    };
+    let (logs, _) = LogManager::open(mgr_cfg, &|_| config("offset"), NOW).unwrap();
+    let logs = Arc::new(logs);
+    let tp = TopicPartition::new("t", 0);
+    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
+    for i in 0..10 {
+        put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
+    }
+    roll(&log);
+    // The segment files stay readable (open fds) but no .cleaned file can be created.
+    std::fs::remove_dir_all(log.lock().dir()).unwrap();
+    let stats = Arc::new(CleanerStats::new());
+    let settings = CleanerSettings {
+        threads: 0,
+        ..CleanerSettings::default()
+    };
+    let cleaner = LogCleaner::start(
+        Arc::clone(&logs),
+        Arc::clone(&stats),
+        move || settings,
+        |_| i64::MAX,
+    );
+    assert_eq!(cleaner.clean_due_logs_now(), 1, "tried once, then skipped");
+    let s = stats.get(&tp).unwrap();
+    assert!(s.last_error.is_some() && s.cleans == 0, "{s:?}");
+}
