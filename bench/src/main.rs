@@ -15,10 +15,14 @@
 //! - `produce` (issue 5): a pipelining Produce load generator over TCP (idempotent or not) that
 //!   prints one `produce: key=value ...` line. See [`produce_gen`].
 //!
+//! - `compaction` (issue 7): cleaner throughput against raw read+write, producer CPU with and
+//!   without a cleaner. See [`compaction`].
+//!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
 
 mod append;
+mod compaction;
 mod delivery;
 mod durable;
 mod index;
@@ -76,6 +80,14 @@ enum Command {
     /// A Produce load generator (issue 5): one connection, up to --max-in-flight requests
     /// pipelined, every answer checked; prints one `produce: key=value ...` line.
     Produce(produce_gen::Args),
+    /// The log cleaner benchmark (issue 7): cleaner MB/s (10%/90% duplicate keys, uncompressed
+    /// and lz4) against raw read+write, producer CPU-ms/MB with and without the cleaner.
+    Compaction {
+        #[arg(long, default_value = "./bench-data")]
+        dir: PathBuf,
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -96,5 +108,6 @@ fn main() -> anyhow::Result<()> {
         ),
         Command::Delivery { dir, quick } => delivery::run(&dir, &delivery::Options { quick }),
         Command::Produce(args) => produce_gen::main(args),
+        Command::Compaction { dir, quick } => compaction::run(&dir, &compaction::Options { quick }),
     }
 }

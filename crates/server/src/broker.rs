@@ -59,6 +59,8 @@ pub struct Broker {
     pub fetch_sessions: Mutex<FetchSessionCache>,
     /// The group coordinator (consumer groups, committed offsets).
     pub groups: GroupCoordinator,
+    // compaction (issue 7): per-log cleaner state, written by the cleaner threads.
+    pub cleaner_stats: Arc<skiff_compaction::CleanerStats>,
     cluster_id: String,
     shutdown: watch::Receiver<bool>,
 }
@@ -138,6 +140,7 @@ impl Broker {
             metadata,
             waiters: AppendWaiters::new(),
             delivery: crate::delivery::DeliveryTimer::new(),
+            cleaner_stats: Arc::new(skiff_compaction::CleanerStats::new()),
             cluster_id,
             shutdown,
         }))
@@ -263,6 +266,13 @@ impl Broker {
         }
         tracing::info!(topic = name, "topic deleted");
         Ok(info)
+    }
+
+    /// compaction (issue 7): the cleaner's state of one partition (dirty ratio, last clean,
+    /// bytes cleaned, records removed, invalid header values, last error), `None` if the
+    /// cleaner has not looked at it (not compacted, or not checked yet). For the admin API.
+    pub fn cleaner_status(&self, tp: &TopicPartition) -> Option<skiff_compaction::CleanerStatus> {
+        self.cleaner_stats.get(tp)
     }
 
     /// Moves the high watermark of a partition after an append and wakes its fetchers.

@@ -19,6 +19,7 @@
 
 pub mod admin_http;
 pub mod broker;
+pub mod cleaner;
 pub mod connection;
 pub mod coordinator;
 pub mod delivery;

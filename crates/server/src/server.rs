@@ -67,6 +67,8 @@ pub struct Server {
     accept_tasks: Vec<JoinHandle<()>>,
     background: Option<BackgroundHandle>,
     admin: Option<AdminHttp>,
+    // compaction (issue 7)
+    cleaner: Option<skiff_compaction::LogCleaner>,
 }
 
 impl Server {
@@ -96,6 +98,7 @@ impl Server {
         };
         admin_state.set_broker(&broker);
         let background = Some(broker.logs.start_background());
+        let cleaner = Some(crate::cleaner::start(&broker));
         crate::coordinator::GroupCoordinator::start(&broker);
         // delivery delay (issue 8): the DSO timer
         crate::delivery::schedule_loaded(&broker);
@@ -165,6 +168,7 @@ impl Server {
             accept_tasks,
             background,
             admin,
+            cleaner,
         })
     }
 
@@ -208,8 +212,10 @@ impl Server {
             admin.shutdown().await;
         }
         let background = self.background.take();
+        let cleaner = self.cleaner.take();
         let broker = Arc::clone(&self.broker);
         tokio::task::spawn_blocking(move || {
+            drop(cleaner); // stops the cleaner threads before storage closes
             drop(background);
             broker.logs.shutdown()?;
             broker.metadata.close()?;

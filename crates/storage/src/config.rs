@@ -52,6 +52,27 @@ pub struct LogConfig {
     pub delivery_delay_default_ms: i64,
     /// `delivery.delay.exceed.policy=clamp` (else `reject`).
     pub delivery_delay_clamp: bool,
+    // compaction (issue 7): what the log cleaner reads (spec §3.1, §3.3).
+    pub min_cleanable_dirty_ratio: f64,
+    pub min_compaction_lag_ms: i64,
+    pub max_compaction_lag_ms: i64,
+    pub delete_retention_ms: i64,
+    pub compaction_strategy: CompactionStrategy,
+    /// `compaction.strategy.header` (the `header:<name>` form of the strategy overrides it).
+    pub compaction_strategy_header: Option<String>,
+}
+
+/// `compaction.strategy` (KIP-280): which record of a key survives compaction.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum CompactionStrategy {
+    /// The highest offset (Kafka's behaviour).
+    #[default]
+    Offset,
+    /// The highest record timestamp, then the highest offset.
+    Timestamp,
+    /// The highest 8-byte big-endian header value, then the highest offset. `Some` when the
+    /// value was `header:<name>`.
+    Header(Option<String>),
 }
 
 impl Default for LogConfig {
@@ -83,6 +104,12 @@ impl Default for LogConfig {
             delivery_delay_max_ms: 900_000,
             delivery_delay_default_ms: 0,
             delivery_delay_clamp: false,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
+            compaction_strategy: CompactionStrategy::Offset,
+            compaction_strategy_header: None,
         }
     }
 }
@@ -119,6 +146,13 @@ pub const LOG_CONFIG_KEYS: &[&str] = &[
     "delivery.delay.max.ms",
     "delivery.delay.default.ms",
     "delivery.delay.exceed.policy",
+    // compaction (issue 7)
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
+    "compaction.strategy",
+    "compaction.strategy.header",
 ];
 
 fn parse_i64(key: &str, value: &str, min: i64) -> Result<i64, ConfigError> {
@@ -270,11 +304,61 @@ impl LogConfig {
                     }
                 }
             }
+            // compaction (issue 7)
+            "min.cleanable.dirty.ratio" => {
+                self.min_cleanable_dirty_ratio = match value.trim().parse::<f64>() {
+                    Ok(r) if (0.0..=1.0).contains(&r) => r,
+                    Ok(_) => {
+                        return Err(ConfigError(format!(
+                            "Invalid value {value} for configuration {key}: Value must be between 0.0 and 1.0"
+                        )));
+                    }
+                    Err(_) => {
+                        return Err(ConfigError(format!(
+                            "Invalid value {value} for configuration {key}: Not a number of type DOUBLE"
+                        )));
+                    }
+                }
+            }
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = parse_i64(key, value, 0)?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = parse_i64(key, value, 1)?,
+            "delete.retention.ms" => self.delete_retention_ms = parse_i64(key, value, 0)?,
+            "compaction.strategy" => {
+                let v = value.trim();
+                self.compaction_strategy = match v {
+                    "offset" => CompactionStrategy::Offset,
+                    "timestamp" => CompactionStrategy::Timestamp,
+                    "header" => CompactionStrategy::Header(None),
+                    _ => match v.strip_prefix("header:").map(str::trim) {
+                        Some(h) if !h.is_empty() => CompactionStrategy::Header(Some(h.to_string())),
+                        _ => {
+                            return Err(ConfigError(format!(
+                                "Invalid value {value} for configuration {key}: String must be one of: offset, timestamp, header, header:<name>"
+                            )));
+                        }
+                    },
+                }
+            }
+            "compaction.strategy.header" => {
+                let h = value.trim();
+                self.compaction_strategy_header = (!h.is_empty()).then(|| h.to_string());
+            }
             _ => {
                 return Err(ConfigError(format!("Unknown topic config name: {key}")));
             }
         }
         Ok(())
+    }
+
+    /// compaction (issue 7): the header the `header` strategy orders by, `None` for the other
+    /// strategies and for `header` without a name (which then behaves as `offset`, as the
+    /// 2018 KIP text says; topic validation rejects that combination).
+    pub fn compaction_header(&self) -> Option<&str> {
+        match &self.compaction_strategy {
+            CompactionStrategy::Header(Some(h)) => Some(h),
+            CompactionStrategy::Header(None) => self.compaction_strategy_header.as_deref(),
+            _ => None,
+        }
     }
 
     /// Durable mode: every append is fdatasynced before it is acknowledged.
@@ -369,6 +453,13 @@ mod tests {
             ("delivery.delay.exceed.policy", "drop", false),
             ("delivery.delay.exceed.policy", "clamp", true),
             ("no.such.key", "1", false),
+            ("min.cleanable.dirty.ratio", "0.01", true),
+            ("min.cleanable.dirty.ratio", "1.5", false),
+            ("max.compaction.lag.ms", "0", false),
+            ("delete.retention.ms", "0", true),
+            ("compaction.strategy", "header:", false),
+            ("compaction.strategy", "newest", false),
+            ("compaction.strategy", "header:ver", true),
         ] {
             assert_eq!(c.set(k, v).is_ok(), ok, "{k}={v}");
         }
@@ -376,6 +467,7 @@ mod tests {
         assert!(c.is_durable());
         let d = c.delivery_delay_config().unwrap();
         assert_eq!((d.max_ms, d.default_ms, d.clamp), (60_000, 500, true));
+        assert_eq!(c.compaction_header(), Some("ver"));
         assert_eq!(c.timestamp_type, TimestampType::LogAppendTime);
         let err = c.set("compression.type", "none").unwrap_err();
         assert!(err.0.contains("compression.type"), "{err}");

@@ -24,13 +24,14 @@ pub mod read;
 pub mod recovery;
 pub mod retention;
 pub mod segment;
+pub mod swap;
 pub mod sync;
 pub mod validate;
 
 #[cfg(test)]
 mod log_tests;
 
-pub use config::{LogConfig, TopicCompression};
+pub use config::{CompactionStrategy, LogConfig, TopicCompression};
 pub use delivery::DeliveryStatus;
 pub use error::StorageError;
 pub use log::{AppendInfo, LoadReport, Log, LogOpenOptions};

@@ -57,6 +57,8 @@ pub struct LoadReport {
     pub rebuilt_indexes: usize,
     pub truncated_bytes: u64,
     pub deleted_segments: usize,
+    /// compaction (issue 7): interrupted cleaner swaps completed on load.
+    pub rolled_forward_swaps: usize,
 }
 
 /// The result of one append.

@@ -1,7 +1,9 @@
 //! Loading a partition directory, and recovery after an unclean shutdown (spec §2.8).
 //!
 //! Mental model: `.log` files are the truth; indexes, the leader-epoch cache and in-memory
-//! offsets are derived. Loading (1) deletes leftovers of interrupted operations, (2) opens every
+//! offsets are derived. Loading (1) rolls interrupted cleaner swaps forward (a complete
+//! `.log.swap` replaces the segments it covers, see [`crate::swap`]) and deletes leftovers of
+//! interrupted operations (`.cleaned`, `.deleted`, `.tmp`), (2) opens every
 //! segment, rebuilding any whose index is missing or fails its sanity check, (3) after an unclean
 //! shutdown re-validates every batch from the segment holding the recovery point onwards: the
 //! first batch with a bad header, a bad CRC, a torn length, a non-increasing offset or an offset
@@ -34,8 +36,9 @@ use crate::segment::{
 };
 use crate::sync::SyncState;
 
-/// Suffixes of files left by interrupted operations; deleted on load.
-const LEFTOVER_SUFFIXES: &[&str] = &[DELETED_SUFFIX, ".cleaned", ".swap", ".tmp"];
+/// Suffixes of files left by interrupted operations; deleted on load (after interrupted
+/// cleaner swaps are rolled forward: `crate::swap::roll_forward_swaps`).
+const LEFTOVER_SUFFIXES: &[&str] = &[DELETED_SUFFIX, ".tmp"];
 
 impl Log {
     /// Opens (creating if needed) the log in `dir`, recovering it if the shutdown was unclean.
@@ -47,6 +50,9 @@ impl Log {
     ) -> Result<(Log, LoadReport)> {
         std::fs::create_dir_all(dir).at(dir)?;
         let mut report = LoadReport::default();
+        // compaction (issue 7): complete or discard interrupted swaps first (spec §2.8 step 1).
+        let swapped = crate::swap::roll_forward_swaps(dir)?;
+        report.rolled_forward_swaps = swapped.len();
         let mut bases = Vec::new();
         let mut index_files = Vec::new();
         for entry in std::fs::read_dir(dir).at(dir)? {

@@ -38,6 +38,8 @@ pub struct Broker {
     dir: TempDir,
     overrides: Vec<String>,
     starts: u32,
+    /// The admin HTTP port when `skiff.admin.listener` is among the overrides (per start).
+    admin_port: Option<u16>,
     // Declared last: released after the process is gone (fields drop after `Drop::drop`).
     _turn: MutexGuard<'static, ()>,
 }
@@ -86,6 +88,7 @@ impl Broker {
             dir,
             overrides: overrides.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             starts: 0,
+            admin_port: None,
             _turn: turn,
         };
         b.spawn();
@@ -192,6 +195,49 @@ impl Broker {
             assert_eq!(port, self.port, "restarted broker bound another port");
         }
         self.port = port;
+        self.admin_port = None;
+        if self
+            .overrides
+            .iter()
+            .any(|o| o.starts_with("skiff.admin.listener="))
+        {
+            let line = rx
+                .recv_timeout(BROKER_DEADLINE)
+                .unwrap_or_else(|_| panic!("no admin ready line; log:\n{}", self.logs_tail(60)));
+            let admin = line
+                .strip_prefix("skiff ready admin bind=")
+                .and_then(|addr| addr.rsplit(':').next())
+                .and_then(|p| p.trim().parse::<u16>().ok())
+                .unwrap_or_else(|| panic!("unexpected admin ready line: {line:?}"));
+            self.admin_port = Some(admin);
+        }
+    }
+
+    /// `skiff admin --url <this broker's admin port> --json <args...>`, parsed: the operator
+    /// CLI's view (needs `skiff.admin.listener=127.0.0.1:0` among the overrides).
+    pub fn admin_cli(&self, args: &[&str]) -> serde_json::Value {
+        let port = self
+            .admin_port
+            .unwrap_or_else(|| panic!("start the broker with skiff.admin.listener"));
+        let out = Command::new(skiff_binary())
+            .arg("admin")
+            .arg("--url")
+            .arg(format!("http://127.0.0.1:{port}"))
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run skiff admin: {e}"));
+        assert!(
+            out.status.success(),
+            "skiff admin {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "skiff admin {args:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
     }
 
     fn child(&mut self) -> &mut Child {

@@ -26,6 +26,7 @@ fn broker() -> Broker {
     Broker::start_with(&[
         ("log.cleaner.backoff.ms", "100"),
         ("log.retention.check.interval.ms", "1000"),
+        ("skiff.admin.listener", "127.0.0.1:0"),
     ])
 }
 
@@ -242,6 +243,22 @@ fn delivery_end_offsets_return_the_dso_while_a_record_waits() {
     assert_eq!(i(&reports[2]["offset"]), 2, "{reports:?}");
     // LogAppendTime topic: the delivery report carries the append time.
     let due = i(&reports[2]["timestamp"]) + 3_000;
+    // The operator view while R waits: one pending batch, due at `due`, DSO = R's offset.
+    let view = b.admin_cli(&["partition", "eo", "0"]);
+    let d = &view["sections"]["delivery"];
+    assert_eq!(
+        (
+            d["pending_batches"].as_i64(),
+            d["delivery_stable_offset"].as_i64()
+        ),
+        (Some(1), Some(2)),
+        "{view}"
+    );
+    assert_eq!(d["high_watermark"], 3, "{view}");
+    assert!(
+        (i(&d["next_due_ms"]) - due).abs() <= CLOCK_SLACK_MS,
+        "{view} vs due {due}"
+    );
     let r = python(
         Python::PyPi,
         SCRIPT,

@@ -1,6 +1,6 @@
 //! The extension point of `GET /api/v1/partitions/{topic}/{partition}`: per-partition
-//! sections contributed by subsystems (producer state now; the cleaner and delayed delivery
-//! next).
+//! sections contributed by subsystems: producer state, the log cleaner (issue 7) and delayed
+//! delivery (issue 8).
 //!
 //! Mental model: [`SECTION_PROVIDERS`] is a static list of plain functions. For a partition
 //! the broker hosts, the detail handler calls each provider in list order and puts every
@@ -34,7 +34,7 @@ use crate::broker::Broker;
 pub type SectionProvider = fn(&Broker, &TopicPartition) -> Option<(&'static str, Value)>;
 
 /// Every section provider, in the order they run. Add one line per subsystem.
-pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers, delivery];
+pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers, cleaner, delivery];
 
 /// The most producers the `producers` section lists (the count is always exact).
 pub const PRODUCERS_LISTED_MAX: usize = 100;
@@ -66,6 +66,15 @@ pub fn producers(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, 
             "truncated": all.len() > PRODUCERS_LISTED_MAX,
         }),
     ))
+}
+
+/// `cleaner`: the log cleaner's state for a compacted partition (issue 7), as
+/// [`skiff_compaction::CleanerStatus`]: dirty ratio, first dirty offset, strategy, last clean
+/// time and duration, cleans, bytes cleaned/read/written, records and tombstones removed,
+/// invalid header values, last error. Left out until the cleaner has looked at the log.
+pub fn cleaner(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
+    let status = broker.cleaner_status(tp)?;
+    Some(("cleaner", serde_json::to_value(status).ok()?))
 }
 
 /// `delivery`: delayed delivery (issue 8) on topics with `delivery.delay.enable=true`:

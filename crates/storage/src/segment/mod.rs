@@ -40,6 +40,26 @@ pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 pub const DELETED_SUFFIX: &str = ".deleted";
 
+// compaction (issue 7): one list of a segment's files, so swaps and recovery rename or delete
+// every one of them. The first three always exist; later entries are optional side files
+// (delayed delivery's `.deliverafter`, issue 8).
+/// Every per-segment file suffix, the data file first.
+pub const SEGMENT_FILE_SUFFIXES: &[&str] = &[
+    LOG_SUFFIX,
+    INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    DELIVER_AFTER_SUFFIX,
+];
+
+/// The paths of every file segment `base_offset` may have in `dir` (with an extra suffix such
+/// as `.swap`, or `""`), whether or not they exist.
+pub fn segment_file_paths(dir: &Path, base_offset: i64, extra_suffix: &str) -> Vec<PathBuf> {
+    SEGMENT_FILE_SUFFIXES
+        .iter()
+        .map(|s| segment_file(dir, base_offset, &format!("{s}{extra_suffix}")))
+        .collect()
+}
+
 /// `<dir>/<20-digit base><suffix>`.
 pub fn segment_file(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     dir.join(format!("{base_offset:020}{suffix}"))
@@ -145,7 +165,19 @@ impl LogSegment {
     /// Opens (or creates) the segment files. The data file's length is taken as-is; callers that
     /// did not shut down cleanly run [`crate::recovery`] on it before trusting it.
     pub fn open(dir: &Path, base_offset: i64, opts: SegmentOptions, active: bool) -> Result<Self> {
-        let log_path = segment_file(dir, base_offset, LOG_SUFFIX);
+        Self::open_with_suffix(dir, base_offset, opts, active, "")
+    }
+
+    /// [`LogSegment::open`] of files named `<base>.log<extra>` etc. (the cleaner writes its
+    /// output as `.cleaned`, see [`crate::swap`]).
+    pub fn open_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        opts: SegmentOptions,
+        active: bool,
+        extra: &str,
+    ) -> Result<Self> {
+        let log_path = segment_file(dir, base_offset, &format!("{LOG_SUFFIX}{extra}"));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -154,15 +186,15 @@ impl LogSegment {
             .open(&log_path)
             .at(&log_path)?;
         let size = file.metadata().at(&log_path)?.len();
-        let index_path = segment_file(dir, base_offset, INDEX_SUFFIX);
+        let index_path = segment_file(dir, base_offset, &format!("{INDEX_SUFFIX}{extra}"));
         let offset_index =
             OffsetIndex::open(&index_path, base_offset, opts.max_index_bytes, active)
                 .at(&index_path)?;
-        let time_path = segment_file(dir, base_offset, TIME_INDEX_SUFFIX);
+        let time_path = segment_file(dir, base_offset, &format!("{TIME_INDEX_SUFFIX}{extra}"));
         let time_index = TimeIndex::open(&time_path, base_offset, opts.max_index_bytes, active)
             .at(&time_path)?;
         // delivery delay (issue 8)
-        let da_path = segment_file(dir, base_offset, DELIVER_AFTER_SUFFIX);
+        let da_path = segment_file(dir, base_offset, &format!("{DELIVER_AFTER_SUFFIX}{extra}"));
         let deliver_after = DeliverAfterIndex::open(da_path.clone()).at(&da_path)?;
         let mut seg = LogSegment {
             base_offset,
@@ -473,6 +505,29 @@ impl LogSegment {
         // delivery delay (issue 8)
         self.deliver_after.flush().at(self.deliver_after.path())?;
         Ok(())
+    }
+
+    /// Renames the segment's files to `<dir>/<base><suffix><extra>` (compaction's swap:
+    /// `.cleaned` -> `.swap` -> no extra suffix). The data file goes first.
+    pub fn set_file_suffix(&mut self, dir: &Path, extra: &str) -> Result<()> {
+        let base = self.base_offset;
+        let new_log = segment_file(dir, base, &format!("{LOG_SUFFIX}{extra}"));
+        std::fs::rename(&self.log_path, &new_log).at(&self.log_path)?;
+        self.log_path = new_log;
+        let p = segment_file(dir, base, &format!("{INDEX_SUFFIX}{extra}"));
+        self.offset_index.rename_to(&p).at(&p)?;
+        let p = segment_file(dir, base, &format!("{TIME_INDEX_SUFFIX}{extra}"));
+        self.time_index.rename_to(&p).at(&p)?;
+        // delivery delay (issue 8): the optional side file follows (a no-op when absent).
+        let p = segment_file(dir, base, &format!("{DELIVER_AFTER_SUFFIX}{extra}"));
+        self.deliver_after.rename_to(&p).at(&p)?;
+        Ok(())
+    }
+
+    /// The first batch's max timestamp (Kafka's max-compaction-lag measure), if any; kept in
+    /// memory (the time-based roll measures from it too), no I/O.
+    pub fn first_batch_max_timestamp(&self) -> Option<i64> {
+        self.rolling_based_timestamp
     }
 
     /// Renames all files with an extra suffix (e.g. `.deleted`) and returns the new paths.

@@ -1,0 +1,215 @@
+//! The cleaner's segment swap (compaction, issue 7; spec §3.1 "Swap", §2.8 step 1).
+//!
+//! A log of five segments gets its first three replaced by one "cleaned" segment holding every
+//! other batch of them plus their last batch. The swap is stopped at every step (as if the
+//! process died there: nothing is undone, the `Log` is dropped without closing) and in every
+//! intermediate file state between steps; reopening after an unclean shutdown must give
+//! exactly the old batches (crash before the data file became `.swap`) or exactly the new ones
+//! (after), the same log end offset, consistent indexes, and no `.cleaned`, `.swap` or
+//! `.deleted` file left over.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use skiff_record::BatchView;
+use skiff_storage::Log;
+use skiff_storage::swap::{CleanedSegment, CleanerCheckpoint, SegmentRef, SwapStep};
+
+const SEGMENT_BYTES: u64 = 2048;
+
+/// Five or more segments of ~600-byte keyed batches.
+fn build(dir: &Path) -> Log {
+    let config = small_config(SEGMENT_BYTES);
+    let (mut log, _) = open(dir, &config, false, 0);
+    for i in 0..18u32 {
+        let ts = T0 + i64::from(i);
+        let key = format!("k{}", i % 4);
+        let recs = vec![Rec::new(ts, Some(key.as_bytes()), Some(&[b'v'; 550]))];
+        let mut b = build_batch(Default::default(), &recs);
+        log.append_as_leader(&mut b, 0, ts).unwrap();
+    }
+    let end = log.log_end_offset();
+    log.set_high_watermark(end);
+    assert!(log.segment_count() >= 5, "{} segments", log.segment_count());
+    log
+}
+
+/// Writes the cleaned segment for the first three segments: every other batch, plus the last.
+fn clean_first_three(log: &Log) -> (CleanedSegment, Vec<SegmentRef>) {
+    let view = log.clean_view().unwrap();
+    let group: Vec<SegmentRef> = view.segments[..3].to_vec();
+    let mut out =
+        CleanedSegment::create(log.dir(), group[0].base_offset, log.config(), T0).unwrap();
+    let mut batches = Vec::new();
+    for s in &group {
+        let mut scan = s.headers();
+        while let Some(h) = scan.next_header().unwrap() {
+            batches.push(skiff_storage::swap::read_batch(&s.file, &h).unwrap());
+        }
+    }
+    let n = batches.len();
+    for (i, b) in batches.iter().enumerate() {
+        if i % 2 == 0 || i == n - 1 {
+            out.append(b).unwrap();
+        }
+    }
+    out.finish(None).unwrap();
+    (out, group)
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap") || n.ends_with(".deleted"))
+        .collect()
+}
+
+fn reopen(dir: &Path) -> Log {
+    let (log, _) = open(dir, &small_config(SEGMENT_BYTES), false, 0);
+    log
+}
+
+fn offsets(batches: &[Vec<u8>]) -> Vec<i64> {
+    batches
+        .iter()
+        .map(|b| BatchView::new(b).unwrap().base_offset())
+        .collect()
+}
+
+/// The old and the new content, from runs without a crash.
+fn references() -> (Vec<Vec<u8>>, Vec<Vec<u8>>, i64) {
+    let d = tempdir();
+    let log = build(d.path());
+    let old = read_all(&log, i64::MAX);
+    let end = log.log_end_offset();
+    drop(log);
+    let d2 = tempdir();
+    let mut log = build(d2.path());
+    let (cleaned, group) = clean_first_three(&log);
+    assert!(log.replace_segments(cleaned, &group, T0).unwrap());
+    let live = read_all(&log, i64::MAX);
+    check_indexes(&log, &layout(&log));
+    drop(log);
+    let new = read_all(&reopen(d2.path()), i64::MAX);
+    assert_eq!(
+        offsets(&live),
+        offsets(&new),
+        "the swapped log reads the same after a restart"
+    );
+    assert!(new.len() < old.len());
+    (old, new, end)
+}
+
+/// Runs the swap up to `stop`, then `tamper` with the files, "crashes" and reopens.
+fn crash_at(stop: Option<SwapStep>, tamper: impl Fn(&Path, i64)) -> (Vec<Vec<u8>>, i64) {
+    let d = tempdir();
+    let mut log = build(d.path());
+    let (cleaned, group) = clean_first_three(&log);
+    let base = group[0].base_offset;
+    if let Some(stop) = stop {
+        log.replace_segments_with_hook(cleaned, &group, T0, &mut |s| s != stop)
+            .unwrap();
+    } else {
+        std::mem::forget(cleaned); // crash with the .cleaned files written
+    }
+    drop(log);
+    tamper(d.path(), base);
+    let log = reopen(d.path());
+    assert_eq!(leftovers(d.path()), Vec::<String>::new(), "stop {stop:?}");
+    check_indexes(&log, &layout(&log));
+    (read_all(&log, i64::MAX), log.log_end_offset())
+}
+
+fn rename(dir: &Path, base: i64, from: &str, to: &str) {
+    let f = dir.join(format!("{base:020}{from}"));
+    if f.exists() {
+        std::fs::rename(&f, dir.join(format!("{base:020}{to}"))).unwrap();
+    }
+}
+
+#[test]
+fn a_crash_at_any_swap_step_leaves_the_log_wholly_old_or_wholly_new() {
+    let (old, new, end) = references();
+    let none = |_: &Path, _: i64| {};
+    let cases: Vec<(&str, Option<SwapStep>, bool)> = vec![
+        ("cleaned files written", None, false),
+        ("renamed to .swap", Some(SwapStep::Swapped), true),
+        (
+            "first old segment .deleted",
+            Some(SwapStep::OldDeleted(0)),
+            true,
+        ),
+        (
+            "second old segment .deleted",
+            Some(SwapStep::OldDeleted(1)),
+            true,
+        ),
+        (
+            "all old segments .deleted",
+            Some(SwapStep::OldDeleted(2)),
+            true,
+        ),
+        ("done", Some(SwapStep::Done), true),
+    ];
+    for (name, stop, want_new) in cases {
+        let (got, got_end) = crash_at(stop, none);
+        let want = if want_new { &new } else { &old };
+        assert_eq!(offsets(&got), offsets(want), "{name}");
+        assert!(got == *want, "{name}: bytes differ");
+        assert_eq!(got_end, end, "{name}: log end offset");
+    }
+}
+
+#[test]
+fn partial_renames_within_a_step_recover_too() {
+    let (old, new, _) = references();
+    // Data file .swap, indexes still .cleaned (a crash inside step 1).
+    let (got, _) = crash_at(Some(SwapStep::Swapped), |d, b| {
+        rename(d, b, ".index.swap", ".index.cleaned");
+        rename(d, b, ".timeindex.swap", ".timeindex.cleaned");
+    });
+    assert!(got == new, "swap data file with cleaned indexes");
+    // Data file still .cleaned, an index already .swap: old.
+    let (got, _) = crash_at(Some(SwapStep::Swapped), |d, b| {
+        rename(d, b, ".log.swap", ".log.cleaned");
+    });
+    assert!(got == old, "cleaned data file with a swap index");
+    // Data file final, indexes still .swap (a crash inside step 3).
+    let (got, _) = crash_at(Some(SwapStep::OldDeleted(2)), |d, b| {
+        rename(d, b, ".log.swap", ".log");
+    });
+    assert!(got == new, "final data file with swap indexes");
+}
+
+#[test]
+fn a_changed_log_refuses_the_swap() {
+    let d = tempdir();
+    let mut log = build(d.path());
+    let (cleaned, group) = clean_first_three(&log);
+    let before = read_all(&log, i64::MAX);
+    // Retention-like change: the first segment went away since the view was taken.
+    let mut stale = group.clone();
+    stale[0].size += 1;
+    assert!(!log.replace_segments(cleaned, &stale, T0).unwrap());
+    assert!(read_all(&log, i64::MAX) == before);
+    assert_eq!(leftovers(d.path()), Vec::<String>::new());
+}
+
+#[test]
+fn cleaner_checkpoint_round_trips_and_drops_unknown_partitions() {
+    let d = tempdir();
+    let mut c = CleanerCheckpoint::load(d.path());
+    assert_eq!(c.get(&tp()), None);
+    let other = skiff_types::TopicPartition::new("gone", 0);
+    c.set(&other, 5, |_| true).unwrap();
+    c.set(&tp(), 42, |t| *t == tp()).unwrap();
+    let c = CleanerCheckpoint::load(d.path());
+    assert_eq!(c.get(&tp()), Some(42));
+    assert_eq!(c.get(&other), None);
+    let text = std::fs::read_to_string(d.path().join("cleaner-offset-checkpoint")).unwrap();
+    assert_eq!(text, "0\n1\nt 0 42\n");
+}
