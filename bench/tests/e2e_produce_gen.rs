@@ -6,13 +6,11 @@
 //! partition takes several batches and several requests are in flight at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use skiff_protocol::*;
 use skiff_server::{Server, ServerSettings, StorageTopicConfigs};
 
@@ -22,8 +20,7 @@ const RECORDS: u64 = 300;
 const RECORD_BYTES: usize = 200;
 
 struct Conn {
-    stream: TcpStream,
-    next_cid: i32,
+    client: BlockingClient<TcpStream>,
 }
 
 impl Conn {
@@ -31,32 +28,12 @@ impl Conn {
         let stream = TcpStream::connect_timeout(&addr, DEADLINE).unwrap();
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
         Conn {
-            stream,
-            next_cid: 1,
+            client: BlockingClient::new(stream, "e2e-produce-gen"),
         }
     }
 
     fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        let body = body.into();
-        let key = body.api_key();
-        let correlation_id = self.next_cid;
-        self.next_cid += 1;
-        let header = RequestHeader {
-            request_api_key: key as i16,
-            request_api_version: version,
-            correlation_id,
-            client_id: Some("e2e-produce-gen".into()),
-        };
-        let mut out = BytesMut::new();
-        encode_request(&header, &body, &mut out).unwrap();
-        self.stream.write_all(&out).unwrap();
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).unwrap();
-        let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.stream.read_exact(&mut buf).unwrap();
-        let (h, body) = decode_response(key, version, Bytes::from(buf)).unwrap();
-        assert_eq!(h.correlation_id, correlation_id);
-        body
+        self.client.call(version, body).unwrap()
     }
 
     fn create_topic(&mut self, name: &str) {

@@ -13,10 +13,13 @@
 //! (see [`wire`]); decoded bytes and records are zero-copy slices of the input frame; encoding
 //! refuses values that the target version cannot represent (a non-default, non-ignorable field
 //! absent from the version, a null where the version is not nullable). Everything is plain
-//! data: `Send + Sync`, no I/O, no global state.
+//! data: `Send + Sync`, no I/O, no global state. The one exception is [`blocking`], a
+//! one-request-at-a-time client over any `Read + Write` stream for tests and tools; the
+//! broker never uses it.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod blocking;
 mod chunked;
 mod error;
 mod frame;
@@ -31,6 +34,7 @@ mod tests;
 
 use bytes::{Bytes, BytesMut};
 
+pub use blocking::{BlockingClient, BlockingError};
 pub use chunked::{Chunk, ChunkedWriter, ZERO_COPY_MIN_BYTES};
 pub use error::{DecodeError, EncodeError};
 pub use frame::{

@@ -11,14 +11,14 @@
 //! from the snapshot written at close.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use skiff_protocol::*;
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -92,8 +92,7 @@ fn kill9(mut b: Broker) {
 
 /// A raw protocol connection.
 struct Conn {
-    stream: TcpStream,
-    next_cid: i32,
+    client: BlockingClient<TcpStream>,
 }
 
 impl Conn {
@@ -101,32 +100,12 @@ impl Conn {
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
         Conn {
-            stream,
-            next_cid: 1,
+            client: BlockingClient::new(stream, "e2e-idempotence"),
         }
     }
 
     fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        let body = body.into();
-        let key = body.api_key();
-        let correlation_id = self.next_cid;
-        self.next_cid += 1;
-        let header = RequestHeader {
-            request_api_key: key as i16,
-            request_api_version: version,
-            correlation_id,
-            client_id: Some("e2e-idempotence".into()),
-        };
-        let mut out = BytesMut::new();
-        encode_request(&header, &body, &mut out).unwrap();
-        self.stream.write_all(&out).unwrap();
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).unwrap();
-        let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.stream.read_exact(&mut buf).unwrap();
-        let (h, body) = decode_response(key, version, Bytes::from(buf)).unwrap();
-        assert_eq!(h.correlation_id, correlation_id);
-        body
+        self.client.call(version, body).unwrap()
     }
 
     fn create_topic(&mut self) {
