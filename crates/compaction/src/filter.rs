@@ -86,13 +86,17 @@ pub fn filter_batch(
         let span = record_span(&data, cursor)?;
         cursor = span.end;
         let offset = view.record_offset(&rec);
-        let winner = offset >= ctx.map_end
+        // Past the key map's end a record is kept as it is, tombstone or not (Kafka's
+        // `shouldRetainRecord` checks this first): the map knows nothing of it yet.
+        let past_map = offset >= ctx.map_end;
+        let winner = past_map
             || rec
                 .key
                 .is_some_and(|k| ctx.map.get(k).is_none_or(|w| w.offset == offset));
-        let expired_tombstone = rec.value.is_none() && horizon.is_some_and(|h| ctx.now_ms >= h);
+        let expired_tombstone =
+            !past_map && rec.value.is_none() && horizon.is_some_and(|h| ctx.now_ms >= h);
         if winner && !expired_tombstone {
-            kept_tombstone |= rec.value.is_none();
+            kept_tombstone |= rec.value.is_none() && !past_map;
             kept.push(rec);
             spans.push(span);
         } else if rec.value.is_none() {

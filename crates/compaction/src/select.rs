@@ -6,8 +6,9 @@
 //! to the log start when missing or out of `[log start, log end]`). `first uncleanable` is the
 //! minimum of the high watermark, the active segment's base, the min-compaction-lag bound (base
 //! of the first dirty segment with a record newer than `now - min.compaction.lag.ms`) and
-//! `extra_bound`, a bound the caller passes explicitly: `i64::MAX` today; the delayed-delivery
-//! feature passes its delivery stable offset so undelivered batches are never compacted.
+//! `extra_bound`, a bound the caller passes explicitly: the server passes the delivery stable
+//! offset (delayed delivery, issue 8) so undelivered batches are never compacted; a bound inside
+//! a segment lowers the range to that segment's base (the segment is not cleaned at all).
 //! The dirty ratio counts whole segments, as Kafka does.
 //!
 //! Pure: state + `now` in, a decision out.
@@ -63,10 +64,18 @@ pub fn cleanable(i: &SelectInput<'_>) -> Cleanable {
         Some(c) if c >= i.log_start_offset && c <= i.log_end_offset => c,
         _ => i.log_start_offset,
     };
+    // A segment holding the extra bound is not cleaned at all: its batches at or past the
+    // bound (delayed delivery's undelivered ones) must stay byte for byte where they are, with
+    // their side-file entries, which a cleaned segment does not carry.
+    let extra = i
+        .segments
+        .iter()
+        .find(|s| s.base_offset < i.extra_bound && i.extra_bound < s.upper_bound)
+        .map_or(i.extra_bound, |s| s.base_offset);
     let mut bound = i
         .high_watermark
         .min(i.active_base)
-        .min(i.extra_bound)
+        .min(extra)
         .min(i.log_end_offset);
     let non_active = || i.segments.iter().filter(|s| s.base_offset < i.active_base);
     if i.min_compaction_lag_ms > 0 {
@@ -240,6 +249,15 @@ mod tests {
             (
                 "extra bound (delivery) bounds",
                 |i| i.extra_bound = 100,
+                0,
+                100,
+                0,
+                1000,
+                true,
+            ),
+            (
+                "extra bound inside a segment: that segment is not cleaned",
+                |i| i.extra_bound = 150,
                 0,
                 100,
                 0,

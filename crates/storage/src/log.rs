@@ -170,7 +170,22 @@ impl Log {
 
     /// Replaces the config (dynamic topic config change). Takes effect on the next operation.
     pub fn update_config(&mut self, config: LogConfig) {
+        // delivery delay (issue 8): switching the feature off releases every waiting batch
+        // for good (switching it on again does not withhold what consumers could read).
+        if self.config.delivery_delay_enable && !config.delivery_delay_enable {
+            self.delivery.clear();
+        }
         self.config = config;
+    }
+
+    /// Base offset of the batch holding `offset` (`offset` itself when no batch does, e.g. at
+    /// the log end or on a read error).
+    pub(crate) fn batch_base_containing(&self, offset: i64) -> i64 {
+        self.segments
+            .range(..=offset)
+            .next_back()
+            .and_then(|(_, seg)| seg.translate_offset(offset).ok().flatten())
+            .map_or(offset, |h| h.base_offset.min(offset))
     }
 
     /// Sets the high watermark, clamped to `[log_start_offset, log_end_offset]`. It never moves
@@ -463,7 +478,10 @@ impl Log {
         }
         if target > self.log_start_offset {
             self.log_start_offset = target;
-            self.delivery.drop_below(target); // delivery delay (issue 8)
+            // delivery delay (issue 8): a waiting batch that `target` cuts into keeps waiting
+            // (its offsets from `target` on are still readable).
+            let base = self.batch_base_containing(target);
+            self.delivery.drop_below(base);
             self.producer_state_on_log_start();
             self.epochs.truncate_from_start(target);
             self.epochs
@@ -545,6 +563,7 @@ impl Log {
             .unwrap_or(self.log_end_offset);
         if first > self.log_start_offset {
             self.log_start_offset = first;
+            self.delivery.drop_below(first); // delivery delay (issue 8): a segment base
             self.producer_state_on_log_start();
             self.epochs.truncate_from_start(first);
             self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;

@@ -41,8 +41,8 @@ use crate::error::{IoContext, Result, StorageError};
 use crate::log::{Log, fsync_dir, remove_files};
 use crate::segment::scan::{BatchHeader, BatchReader, HeaderScanner};
 use crate::segment::{
-    DELETED_SUFFIX, LOG_SUFFIX, LogSegment, SegmentOptions, parse_base_offset, segment_file,
-    segment_file_paths,
+    DELETED_SUFFIX, LOG_SUFFIX, LogSegment, SEGMENT_FILE_SUFFIXES, SegmentOptions,
+    parse_base_offset, segment_file, segment_file_paths,
 };
 
 /// Suffix of a cleaner output segment being written.
@@ -287,8 +287,11 @@ impl Log {
             return Ok(true);
         }
         for (i, r) in replaced.iter().enumerate() {
-            if let Some(mut old) = self.segments.remove(&r.base_offset) {
+            // Out of the map only once renamed: an error leaves it serving (the restart then
+            // rolls the swap forward over it).
+            if let Some(old) = self.segments.get_mut(&r.base_offset) {
                 let paths = old.rename_with_suffix(DELETED_SUFFIX)?;
+                self.segments.remove(&r.base_offset);
                 let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
                 self.pending_deletes.push((due, paths));
             }
@@ -319,11 +322,19 @@ pub(crate) fn roll_forward_swaps(dir: &Path) -> Result<Vec<i64>> {
             swaps.push(base);
         } else if name.ends_with(CLEANED_SUFFIX) || name.ends_with(SWAP_SUFFIX) {
             leftovers.push(entry.path());
-        } else if let Some(base) = parse_base_offset(&name, LOG_SUFFIX) {
+        } else if let Some(base) = SEGMENT_FILE_SUFFIXES
+            .iter()
+            .find_map(|suffix| parse_base_offset(&name, suffix))
+        {
+            // Any file of a segment counts: a crash inside step 2 may have renamed an
+            // original's `.log` to `.deleted` but left its indexes under their final names,
+            // and those must not be taken for the swapped-in segment's.
             originals.push(base);
         }
     }
     remove_files(&leftovers);
+    originals.sort_unstable();
+    originals.dedup();
     swaps.sort_unstable();
     for &base in &swaps {
         let swap_path = segment_file(dir, base, &format!("{LOG_SUFFIX}{SWAP_SUFFIX}"));

@@ -213,3 +213,26 @@ fn cleaner_checkpoint_round_trips_and_drops_unknown_partitions() {
     let text = std::fs::read_to_string(d.path().join("cleaner-offset-checkpoint")).unwrap();
     assert_eq!(text, "0\n1\nt 0 42\n");
 }
+
+/// Found in review: a crash inside step 2, after the first original's `.log` became
+/// `.deleted` but before its indexes were renamed, left those old indexes under the final
+/// names; roll-forward took them for the swapped-in segment's, and a reopen that trusts the
+/// recovery point failed ("time index is full"). Every file of a replaced base goes now.
+#[test]
+fn a_crash_inside_step_two_leaves_no_old_index_on_the_new_segment() {
+    let (_, new, _) = references();
+    let d = tempdir();
+    let mut log = build(d.path());
+    let (cleaned, group) = clean_first_three(&log);
+    let base = group[0].base_offset;
+    let end = log.log_end_offset();
+    log.replace_segments_with_hook(cleaned, &group, T0, &mut |s| s != SwapStep::Swapped)
+        .unwrap();
+    drop(log);
+    rename(d.path(), base, ".log", ".log.deleted");
+    // Unclean, with the recovery point at the end: indexes are trusted, not rebuilt.
+    let (log, _) = open(d.path(), &small_config(SEGMENT_BYTES), false, end);
+    check_indexes(&log, &layout(&log));
+    assert!(read_all(&log, i64::MAX) == new, "the new content");
+    assert_eq!(log.log_end_offset(), end);
+}

@@ -105,6 +105,14 @@ impl DeliverAfterIndex {
             return Ok(Vec::new());
         };
         let len = f.metadata()?.len();
+        // At most one entry per batch of a 4 GiB segment (a batch is >= 61 bytes): a larger
+        // file is garbled, refused before anything is allocated for it.
+        if len > (u64::from(u32::MAX) / 61 + 1) * ENTRY_BYTES as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("length {len} is more than a segment can index"),
+            ));
+        }
         if len % ENTRY_BYTES as u64 != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

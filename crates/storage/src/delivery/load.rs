@@ -33,6 +33,9 @@ impl Log {
             return Ok(());
         }
         let base = info.base_offset;
+        // Withheld first: whatever fails below, the batch (already in the log) still waits in
+        // memory; the error fails the produce, and a restart rebuilds the entry.
+        self.delivery.push(base, due_ms);
         let seg = self.active_mut();
         let position = seg.size().saturating_sub(info.size as u64);
         let relative = i32::try_from(base - seg.base_offset()).map_err(|_| {
@@ -42,7 +45,6 @@ impl Log {
             .map_err(|_| StorageError::InvalidArgument("segment position above 4 GiB".into()))?;
         let idx = seg.deliver_after_mut();
         idx.append(relative, position, due_ms).at(idx.path())?;
-        self.delivery.push(base, due_ms);
         Ok(())
     }
 
@@ -103,6 +105,8 @@ impl Log {
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         let end = self.log_end_offset;
         let recovery_point = self.recovery_point;
+        // A log start inside a waiting batch (DeleteRecords) leaves that batch waiting.
+        let start_base = self.batch_base_containing(self.log_start_offset);
         let mut rebuilt = 0usize;
         for (i, base) in bases.iter().enumerate() {
             let seg_end = bases.get(i + 1).copied().unwrap_or(end);
@@ -159,7 +163,7 @@ impl Log {
                 idx.rewrite(*base, &entries).at(idx.path())?;
             }
             for e in entries {
-                if e.due_ms > now_ms && e.base_offset >= self.log_start_offset {
+                if e.due_ms > now_ms && e.base_offset >= start_base {
                     self.delivery.push(e.base_offset, e.due_ms);
                 }
             }

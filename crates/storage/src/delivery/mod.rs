@@ -90,15 +90,16 @@ pub fn parse_header_value(value: Option<&[u8]>) -> Result<i64, &'static str> {
         }
         return Ok(n);
     }
+    // "-" and digits is a negative decimal, whatever its length (an 8-byte "-1000000" too).
+    if v.first() == Some(&b'-') && v.len() > 1 && v[1..].iter().all(u8::is_ascii_digit) {
+        return Err("a negative value");
+    }
     if let Ok(bytes) = <[u8; 8]>::try_from(v) {
         let n = i64::from_be_bytes(bytes);
         if n < 0 {
             return Err("a negative value");
         }
         return Ok(n);
-    }
-    if v.first() == Some(&b'-') && v.len() > 1 && v[1..].iter().all(u8::is_ascii_digit) {
-        return Err("a negative value");
     }
     Err("a value that is neither ASCII decimal nor an 8-byte big-endian int64")
 }

@@ -51,6 +51,8 @@ fn header_value_table() {
         (Some(binary(-1)), Err(())),
         // 8 ASCII digits stay decimal
         (Some(b"12345678".to_vec()), Ok(12_345_678)),
+        // 8 bytes of "-" and digits: a negative decimal, not a binary value
+        (Some(b"-1000000".to_vec()), Err(())),
         (Some(vec![0u8; 7]), Err(())),
         (Some(vec![0u8; 9]), Err(())),
     ];
@@ -521,4 +523,64 @@ fn followers_build_the_index_on_delay_enabled_topics_only() {
         }
         assert_eq!(pending(&f), want, "enable={enable}");
     }
+}
+
+/// Found in review: the negative-decimal check ran after the 8-byte binary case.
+#[test]
+fn an_eight_byte_negative_decimal_names_a_negative_value() {
+    let e = parse_header_value(Some(b"-1000000")).unwrap_err();
+    assert!(e.contains("negative"), "{e}");
+}
+
+/// Found in review: DeleteRecords to an offset inside a waiting batch released the rest of
+/// that batch (and a restart did the same); it keeps waiting now.
+#[test]
+fn delete_records_inside_a_waiting_batch_keeps_it_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open_log(dir.path(), log_config(true), true, NOW);
+    let d: Rec<'_> = vec![("__delay_ms", b"60000")];
+    produce(&mut log, &[vec![]], Compression::None, NOW); // 0
+    let b = produce(&mut log, &[d, vec![], vec![]], Compression::None, NOW); // 1..3
+    log.delete_records(2).unwrap();
+    assert_eq!(log.delivery_stable_offset(NOW + 1), Some(b));
+    let bound = log.high_watermark().min(b);
+    assert!(log.read(2, 1 << 20, bound, true).unwrap().slice.is_none());
+    log.close(NOW + 2).unwrap();
+    drop(log);
+    let mut log = open_log(dir.path(), log_config(true), true, NOW + 3);
+    assert_eq!(log.delivery_stable_offset(NOW + 3), Some(b));
+}
+
+/// Found in review: truncating inside a waiting batch kept its index entry, so a plain batch
+/// appended at that offset was withheld after a restart.
+#[test]
+fn truncation_inside_a_waiting_batch_drops_its_index_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open_log(dir.path(), log_config(true), true, NOW);
+    let d: Rec<'_> = vec![("__delay_ms", b"600000")];
+    produce(&mut log, &[vec![]], Compression::None, NOW); // 0
+    produce(&mut log, &[d, vec![], vec![]], Compression::None, NOW); // 1..3
+    log.truncate_to(2).unwrap(); // the batch 1..3 goes whole
+    assert_eq!(log.log_end_offset(), 1);
+    produce(&mut log, &[vec![]], Compression::None, NOW + 1); // plain, at 1
+    log.close(NOW + 2).unwrap();
+    drop(log);
+    let mut log = open_log(dir.path(), log_config(true), true, NOW + 3);
+    assert_eq!(log.delivery_stable_offset(NOW + 3), None);
+    assert!(pending(&log).is_empty());
+}
+
+/// Switching the feature off releases waiting batches for good: switching it on again does
+/// not withhold what consumers could already read.
+#[test]
+fn switching_the_feature_off_releases_waiting_batches_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open_log(dir.path(), log_config(true), true, NOW);
+    let d: Rec<'_> = vec![("__delay_ms", b"600000")];
+    let b = produce(&mut log, &[d], Compression::None, NOW);
+    assert_eq!(log.delivery_stable_offset(NOW + 1), Some(b));
+    log.update_config(log_config(false));
+    assert_eq!(log.delivery_stable_offset(NOW + 2), None);
+    log.update_config(log_config(true));
+    assert_eq!(log.delivery_stable_offset(NOW + 3), None);
 }

@@ -427,10 +427,10 @@ impl LogSegment {
         let position = h.position;
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
-        // delivery delay (issue 8)
+        // delivery delay (issue 8): the batch holding `offset` goes whole, so does its entry.
         let base = self.base_offset;
         self.deliver_after
-            .truncate_to(base, offset)
+            .truncate_to(base, h.base_offset)
             .at(self.deliver_after.path())?;
         let removed = self.size - position;
         self.file.set_len(position).at(&self.log_path)?;
