@@ -172,7 +172,8 @@ pub fn cleanable_of(
         min_cleanable_ratio: view.config.min_cleanable_dirty_ratio,
         min_compaction_lag_ms: view.config.min_compaction_lag_ms,
         max_compaction_lag_ms: view.config.max_compaction_lag_ms,
-        extra_bound,
+        // The view's own delivery stable offset bounds the range too (taken with the view).
+        extra_bound: extra_bound.min(view.delivery_stable_offset.unwrap_or(i64::MAX)),
     })
 }
 

@@ -15,13 +15,11 @@
 //! a loop.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use skiff_storage::swap::CleanerCheckpoint;
 use skiff_storage::{LogManager, SharedLog};
 use skiff_types::TopicPartition;
 
@@ -65,7 +63,6 @@ struct Shared {
     busy: Mutex<HashSet<TopicPartition>>,
     /// Logs whose last clean failed or made no progress, skipped until this time (ms).
     skip_until: Mutex<HashMap<TopicPartition, i64>>,
-    checkpoints: Mutex<HashMap<PathBuf, CleanerCheckpoint>>,
     sleep: (Mutex<()>, Condvar),
     seed: u64,
 }
@@ -104,7 +101,6 @@ impl LogCleaner {
             stop: AtomicBool::new(false),
             busy: Mutex::new(HashSet::new()),
             skip_until: Mutex::new(HashMap::new()),
-            checkpoints: Mutex::new(HashMap::new()),
             sleep: (Mutex::new(()), Condvar::new()),
             seed,
         });
@@ -189,11 +185,7 @@ fn run(shared: &Shared) {
 }
 
 fn checkpoint_of(shared: &Shared, tp: &TopicPartition) -> Option<i64> {
-    let dir = shared.logs.dir_of(tp)?;
-    let mut c = shared.checkpoints.lock();
-    c.entry(dir.clone())
-        .or_insert_with(|| CleanerCheckpoint::load(&dir))
-        .get(tp)
+    shared.logs.cleaner_checkpoint(tp)
 }
 
 /// The due log with the highest dirty ratio, marked busy. Also refreshes every compacted log's
@@ -260,15 +252,10 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
     match clean_log(log, ckpt, &params, &mut throttle, &shared.stop) {
         Ok(Some(o)) => {
             let ms = started.elapsed().as_millis() as u64;
-            if let Some(dir) = shared.logs.dir_of(tp) {
-                let mut c = shared.checkpoints.lock();
-                let cp = c
-                    .entry(dir.clone())
-                    .or_insert_with(|| CleanerCheckpoint::load(&dir));
-                let logs = &shared.logs;
-                if let Err(e) = cp.set(tp, o.end, |t| logs.dir_of(t).as_ref() == Some(&dir)) {
-                    tracing::warn!(%tp, error = %e, "cannot write the cleaner checkpoint");
-                }
+            // Only while `log` is still the hosted log of `tp` (a deleted or re-created
+            // partition gets no entry from a clean of the old one).
+            if let Err(e) = shared.logs.set_cleaner_checkpoint(tp, log, o.end) {
+                tracing::warn!(%tp, error = %e, "cannot write the cleaner checkpoint");
             }
             shared.stats.update(tp, |s| {
                 s.first_dirty_offset = o.end;

@@ -520,3 +520,55 @@ fn a_pending_delayed_batch_survives_cleans_and_a_restart() {
         assert_eq!(l.delivery_status(NOW + 11).pending_batches, 1);
     }
 }
+
+/// Found in review: a partition deleted and re-created under the same name inherited the old
+/// one's `cleaner-offset-checkpoint` entry, so its first clean treated its start as clean and
+/// a deleted key could come back. Deletion drops the entry; the new log is cleaned from 0.
+#[test]
+fn a_recreated_partition_does_not_inherit_the_cleaner_checkpoint() {
+    let d = tempfile::tempdir().unwrap();
+    let mgr_cfg = LogManagerConfig {
+        log_dirs: vec![d.path().to_path_buf()],
+        ..LogManagerConfig::default()
+    };
+    let (logs, _) = LogManager::open(mgr_cfg, &|_| config("offset"), NOW).unwrap();
+    let logs = Arc::new(logs);
+    let tp = TopicPartition::new("t", 0);
+    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
+    for i in 0..10 {
+        put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
+    }
+    roll(&log);
+    let stats = Arc::new(CleanerStats::new());
+    let settings = CleanerSettings {
+        threads: 0,
+        ..CleanerSettings::default()
+    };
+    let cleaner = LogCleaner::start(
+        Arc::clone(&logs),
+        Arc::clone(&stats),
+        move || settings,
+        |_| i64::MAX,
+    );
+    assert_eq!(cleaner.clean_due_logs_now(), 1);
+    assert_eq!(logs.cleaner_checkpoint(&tp), Some(10));
+    drop(log);
+    assert!(logs.delete(&tp).unwrap());
+    let text = std::fs::read_to_string(d.path().join("cleaner-offset-checkpoint")).unwrap();
+    assert_eq!(text, "0\n0\n", "the entry is gone from the file");
+    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
+    assert_eq!(logs.cleaner_checkpoint(&tp), None);
+    put(&log, &[rec("k", Some("v1"), NOW)]);
+    put(&log, &[rec("k", None, NOW)]);
+    for i in 0..20 {
+        put(&log, &[rec(&format!("f{i}"), Some("x"), NOW)]);
+    }
+    roll(&log);
+    assert_eq!(cleaner.clean_due_logs_now(), 1);
+    let v = values(&log);
+    assert_eq!(
+        v.iter().filter(|(k, _)| k == "k").collect::<Vec<_>>(),
+        vec![&("k".to_string(), None)],
+        "the first clean of the new log saw offset 0: only the tombstone of k is left"
+    );
+}

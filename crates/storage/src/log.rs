@@ -95,11 +95,18 @@ pub struct Log {
     pub(crate) producers: PartitionProducers,
     // delivery delay (issue 8)
     pub(crate) delivery: crate::delivery::PendingDeliveries,
+    /// Set (under the log's lock) by `LogManager::delete`: the files are gone or going, and a
+    /// new log may take the same directory name; nothing may write through this one again.
+    pub(crate) deleted: bool,
 }
 
 impl Log {
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.tp
+    }
+    /// Whether the partition was deleted (see `LogManager::delete`).
+    pub fn is_deleted(&self) -> bool {
+        self.deleted
     }
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -106,6 +106,10 @@ pub struct LogManager {
     /// Serialises checkpoint writers (ticker vs. shutdown vs. explicit calls).
     checkpoint_lock: Mutex<()>,
     closed: AtomicBool,
+    /// compaction (issue 7): each log dir's `cleaner-offset-checkpoint`, loaded on first use.
+    /// Owned here so that deleting a partition drops its entry under the same lock the
+    /// cleaner sets entries with: a re-created partition never inherits a first dirty offset.
+    cleaner_checkpoints: Mutex<HashMap<PathBuf, crate::swap::CleanerCheckpoint>>,
 }
 
 /// Wall-clock milliseconds.
@@ -209,6 +213,7 @@ impl LogManager {
                 last_producer_expiry_ms: now,
             }),
             checkpoint_lock: Mutex::new(()),
+            cleaner_checkpoints: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
         });
         mgr.write_checkpoints()?;
@@ -238,6 +243,43 @@ impl LogManager {
             .read()
             .get(tp)
             .map(|(i, _)| self.cfg.log_dirs[*i].clone())
+    }
+
+    /// compaction (issue 7): the first dirty offset recorded for `tp`, if any.
+    pub fn cleaner_checkpoint(&self, tp: &TopicPartition) -> Option<i64> {
+        let root = self.dir_of(tp)?;
+        let mut c = self.cleaner_checkpoints.lock();
+        c.entry(root.clone())
+            .or_insert_with(|| crate::swap::CleanerCheckpoint::load(&root))
+            .get(tp)
+    }
+
+    /// compaction (issue 7): records `offset` as `tp`'s first dirty offset, if `log` is still
+    /// the hosted log of `tp` (not deleted, not replaced by a re-created partition). Returns
+    /// whether it was recorded. Entries of partitions no longer in that dir are dropped.
+    pub fn set_cleaner_checkpoint(
+        &self,
+        tp: &TopicPartition,
+        log: &SharedLog,
+        offset: i64,
+    ) -> Result<bool> {
+        let mut c = self.cleaner_checkpoints.lock();
+        let Some(root) = self.dir_of(tp) else {
+            return Ok(false);
+        };
+        if !self.get(tp).is_some_and(|l| Arc::ptr_eq(&l, log)) {
+            return Ok(false);
+        }
+        let cp = c
+            .entry(root.clone())
+            .or_insert_with(|| crate::swap::CleanerCheckpoint::load(&root));
+        let path = root.join(crate::swap::CLEANER_OFFSET_CHECKPOINT);
+        cp.set(tp, offset, |t| self.dir_of(t).as_ref() == Some(&root))
+            .map_err(|e| StorageError::Io {
+                path: path.display().to_string(),
+                source: e,
+            })?;
+        Ok(true)
     }
 
     /// Returns the log, creating it (in the log dir with the fewest partitions) if needed.
@@ -278,6 +320,18 @@ impl LogManager {
         let Some((i, log)) = self.logs.write().remove(tp) else {
             return Ok(false);
         };
+        // Nothing writes through this log again (an in-flight clean refuses its swap).
+        log.lock().deleted = true;
+        {
+            let root = &self.cfg.log_dirs[i];
+            let mut c = self.cleaner_checkpoints.lock();
+            let cp = c
+                .entry(root.clone())
+                .or_insert_with(|| crate::swap::CleanerCheckpoint::load(root));
+            if let Err(e) = cp.remove(tp) {
+                tracing::warn!(%tp, error = %e, "could not drop the cleaner checkpoint entry");
+            }
+        }
         let dir = self.cfg.log_dirs[i].join(tp.dir_name());
         let doomed = self.cfg.log_dirs[i].join(format!(
             "{}.{}{}",

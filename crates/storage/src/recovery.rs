@@ -96,6 +96,7 @@ impl Log {
             pending_deletes: Vec::new(),
             producers: PartitionProducers::default(),
             delivery: Default::default(), // delivery delay (issue 8)
+            deleted: false,
         };
 
         // A missing, garbled or empty leader-epoch checkpoint is rebuilt from the batches below.

@@ -102,6 +102,10 @@ pub struct CleanView {
     pub segments: Vec<SegmentRef>,
     /// `(producer id, last offset of its last batch)` of every known producer.
     pub producer_last_batches: Vec<(i64, i64)>,
+    /// delivery delay (issue 8): the delivery stable offset when the view was taken (`None`:
+    /// nothing waits or the feature is off), read under the same lock as the rest, so a
+    /// delayed batch appended after the view is above `high_watermark` anyway.
+    pub delivery_stable_offset: Option<i64>,
 }
 
 /// Steps of [`Log::replace_segments`], for crash tests: the hook sees each step after it is
@@ -226,6 +230,11 @@ impl Log {
             active_base: self.active().base_offset(),
             segments,
             producer_last_batches,
+            delivery_stable_offset: if self.config.delivery_delay_enable {
+                self.delivery.stable_offset()
+            } else {
+                None
+            },
         })
     }
 
@@ -250,7 +259,9 @@ impl Log {
         hook: &mut dyn FnMut(SwapStep) -> bool,
     ) -> Result<bool> {
         let active_base = self.active().base_offset();
-        let unchanged = !replaced.is_empty()
+        // A deleted partition's directory may already hold a new log of the same name.
+        let unchanged = !self.deleted
+            && !replaced.is_empty()
             && replaced[0].base_offset == cleaned.base_offset()
             && replaced.iter().all(|r| {
                 r.base_offset < active_base
@@ -386,6 +397,14 @@ impl CleanerCheckpoint {
 
     pub fn entries(&self) -> &BTreeMap<TopicPartition, i64> {
         &self.entries
+    }
+
+    /// Drops one entry (a deleted partition) and writes the file atomically if it had one.
+    pub fn remove(&mut self, tp: &TopicPartition) -> std::io::Result<()> {
+        if self.entries.remove(tp).is_some() {
+            self.file.write(&self.entries)?;
+        }
+        Ok(())
     }
 
     /// Sets one entry (dropping entries `keep` rejects, e.g. deleted partitions) and writes the
