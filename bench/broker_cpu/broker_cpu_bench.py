@@ -37,6 +37,9 @@ Within each round the order of the modes rotates. Output: one line per measureme
 per mode median [min-max], ratios of the medians to the comparator with the per-round
 ratios, the run-to-run spread of MB/s; --json FILE keeps every measurement.
 
+With --broker-cpus 0,1 the broker may use both cores (the cleaner then need not share the
+workers' core; the generators stay on core 0): a diagnostic, not the pinned protocol.
+
 Usage (repo root, after `cargo build --release -p skiff -p skiff-bench`):
   .venv/bin/python bench/broker_cpu/broker_cpu_bench.py --suite delivery --rounds 5
   .venv/bin/python bench/broker_cpu/broker_cpu_bench.py --suite compaction --rounds 5
@@ -90,7 +93,13 @@ def uptime():
 
 def thread_cpu_ms(pid, prefix):
     """Sum of utime+stime (ms) of the threads of `pid` whose name starts with `prefix`."""
-    total = 0.0
+    u, s = thread_user_sys_ms(pid, prefix)
+    return u + s
+
+
+def thread_user_sys_ms(pid, prefix):
+    """(utime, stime) sums in ms of the threads of `pid` whose name starts with `prefix`."""
+    user = system = 0.0
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
@@ -100,11 +109,12 @@ def thread_cpu_ms(pid, prefix):
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]
         if comm.startswith(prefix):
             fields = stat[stat.rindex(")") + 2 :].split()
-            total += (int(fields[11]) + int(fields[12])) * 1000.0 / CLK_TCK
-    return total
+            user += int(fields[11]) * 1000.0 / CLK_TCK
+            system += int(fields[12]) * 1000.0 / CLK_TCK
+    return user, system
 
 
-def start_broker(binary, data_dir, pin):
+def start_broker(binary, data_dir, pin, cpus="1"):
     cmd = [binary, "serve"]
     for o in (
         "listeners=PLAINTEXT://127.0.0.1:0",
@@ -115,7 +125,7 @@ def start_broker(binary, data_dir, pin):
     ):
         cmd += ["--override", o]
     if pin:
-        cmd = ["taskset", "-c", "1"] + cmd
+        cmd = ["taskset", "-c", cpus] + cmd
     env = dict(os.environ, RUST_LOG="warn")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                             text=True)
@@ -249,13 +259,19 @@ def measure(args, ctx, suite, mode, rnd):
                 time.sleep(1.0)
         clean0 = cleaner_status(admin_bind, COMPACTED)
     n = int(args.mb * 1_000_000 // RECORD_BYTES)
+    w0 = thread_user_sys_ms(pid, "skiff-worker")
     try:
         kv = run_gen(args, bootstrap, topic, n, extra)
     finally:
         if bg is not None:
             bg.terminate()
             bg.wait(30)
+    w1 = thread_user_sys_ms(pid, "skiff-worker")
     r = {"suite": suite, "mode": mode, "round": rnd, "topic": topic}
+    # The workers' user / system split, read by this script around the generator process
+    # (so including its connect and warm-up: a diagnostic beside the generator's figures).
+    r["worker_user_ms_per_mb"] = (w1[0] - w0[0]) / float(kv["mb"])
+    r["worker_sys_ms_per_mb"] = (w1[1] - w0[1]) / float(kv["mb"])
     for k in ("mb", "seconds", "mb_per_s", "rtt_ms", "broker_cpu_ms", "broker_cpu_ms_per_mb",
               "worker_cpu_ms", "worker_cpu_ms_per_mb", "cleaner_cpu_ms",
               "cleaner_cpu_ms_per_mb"):
@@ -318,6 +334,9 @@ def main():
     ap.add_argument("--mb", type=float, default=300.0, help="payload MB per measurement")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-pin", dest="pin", action="store_false")
+    ap.add_argument("--broker-cpus", default="1",
+                    help="taskset list for the broker (default core 1; the generators stay "
+                         "on core 0)")
     ap.add_argument("--keys", type=int, default=200_000, help="compacted topic key space")
     ap.add_argument("--preload-mb", type=float, default=400.0)
     ap.add_argument("--bg-rate", type=float, default=5.0,
@@ -331,15 +350,17 @@ def main():
     if args.pin:
         os.sched_setaffinity(0, {0})
     data = tempfile.mkdtemp(prefix="skiff-bench2-")
-    broker, bootstrap, http = start_broker(args.broker, os.path.join(data, "data"), args.pin)
+    broker, bootstrap, http = start_broker(args.broker, os.path.join(data, "data"), args.pin,
+                                           args.broker_cpus)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     ctx = {"pid": broker.pid, "bootstrap": bootstrap, "admin": admin, "http": http,
            "bg_topic": "bgplain"}
     results = []
     try:
         print("uptime: %s" % uptime())
-        print("broker %s pid %d, generator %s, %s MB per measurement, %d rounds, pinned=%s"
-              % (args.broker, broker.pid, args.generator, args.mb, args.rounds, args.pin))
+        print("broker %s pid %d, generator %s, %s MB per measurement, %d rounds, pinned=%s "
+              "(broker cores %s)" % (args.broker, broker.pid, args.generator, args.mb,
+                                     args.rounds, args.pin, args.broker_cpus))
         for suite in suites:
             modes = SUITES[suite]["modes"]
             if suite == "compaction":
@@ -378,6 +399,7 @@ def main():
                       % json.dumps(cleaner_status(http, COMPACTED)))
         print("uptime: %s" % uptime())
     finally:
+        del ctx["admin"], admin
         broker.terminate()
         try:
             broker.wait(30)
