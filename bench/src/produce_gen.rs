@@ -10,7 +10,17 @@
 //! checked by [`Checker`] (error 0, base offsets consecutive per partition). Linger does not
 //! apply: a closed-loop producer always has full batches. The clock runs from the first timed
 //! request to the last answer; CPU is this process's and, with `--broker-pid`, the broker's,
-//! both from `/proc/<pid>/stat` over the same window.
+//! both from `/proc/<pid>/stat` over the same window; with `--broker-pid` also the broker's
+//! threads by name from `/proc/<pid>/task/<tid>/stat` (`skiff-worker`: the tokio runtime, i.e.
+//! the produce path; `skiff-cleaner-N`: the log cleaner), summed per class over the threads
+//! alive at the end of the window (a thread that exits inside the window is only in the
+//! process total).
+//!
+//! Record content (bench2): `--keys N` gives every record a key from a space of N
+//! (compacted topics need keys); `--delay-percent P` puts a `__delay_ms: <--delay-ms>` header
+//! on the first record of P% of the timed batches, evenly spread ([`DelaySpread`]);
+//! `--rate-mb R` paces the run to R MB/s of values (a background load, e.g. one keeping a
+//! compacted topic dirty while another generator measures).
 //!
 //! Output: one `produce: key=value ...` line (parsed by `bench/idempotence/`), then exit 0; any
 //! unexpected answer is an error (exit 1). It is a benchmark tool, not a client: no retries,
@@ -28,10 +38,15 @@ use skiff_protocol::{
     ProduceRequest, Records, RequestBody, RequestHeader, ResponseBody, TopicProduceData,
     decode_response, encode_request,
 };
-use skiff_record::{BatchBuilder, BatchOptions};
+use skiff_record::{BatchBuilder, BatchOptions, Header};
 
 use crate::payload::Rng;
-use crate::produce_plan::{BatchPlan, Checker, PartitionAnswer, Planner};
+use crate::produce_plan::{
+    BatchPlan, Checker, DelaySpread, PartitionAnswer, Planner, pace_sleep, record_key,
+};
+
+/// The delivery header (`skiff_storage::delivery::DELAY_HEADER`; the bench speaks the wire).
+const DELAY_HEADER: &str = "__delay_ms";
 
 const PRODUCE_VERSION: i16 = 11;
 const METADATA_VERSION: i16 = 12;
@@ -71,6 +86,19 @@ pub struct Args {
     /// Also reports this process's CPU (the broker's) over the timed window.
     #[arg(long)]
     pub broker_pid: Option<u32>,
+    /// Size of the key space (record i has key `k%08d` of i mod N); 0 = no keys.
+    #[arg(long, default_value_t = 0)]
+    pub keys: u64,
+    /// Share of timed batches (0-100) whose first record carries a `__delay_ms` header.
+    #[arg(long, default_value_t = 0.0)]
+    pub delay_percent: f64,
+    /// The `__delay_ms` value (below the broker's `delivery.delay.max.ms`, 900000 by default;
+    /// the default keeps every delayed batch pending for the whole run).
+    #[arg(long, default_value_t = 600_000)]
+    pub delay_ms: u64,
+    /// Pace the run to this many MB/s of record values (default: as fast as answers come).
+    #[arg(long)]
+    pub rate_mb: Option<f64>,
 }
 
 /// Runs the subcommand: prints the `produce:` line.
@@ -85,6 +113,10 @@ pub fn main(a: Args) -> Result<()> {
         max_in_flight: a.max_in_flight,
         idempotent: a.idempotent,
         broker_pid: a.broker_pid,
+        keys: a.keys,
+        delay_percent: a.delay_percent,
+        delay_ms: a.delay_ms,
+        rate_mb: a.rate_mb,
     };
     println!("{}", run(&opts)?.line(opts.idempotent));
     Ok(())
@@ -102,6 +134,10 @@ pub struct Options {
     pub max_in_flight: usize,
     pub idempotent: bool,
     pub broker_pid: Option<u32>,
+    pub keys: u64,
+    pub delay_percent: f64,
+    pub delay_ms: u64,
+    pub rate_mb: Option<f64>,
 }
 
 /// The figures of one run.
@@ -116,7 +152,19 @@ pub struct Outcome {
     pub mean_rtt_ms: f64,
     pub client_cpu_ms: f64,
     pub broker_cpu_ms: Option<f64>,
+    /// CPU of the broker's threads named `skiff-worker` and `skiff-cleaner*` over the window.
+    pub broker_threads_cpu_ms: Option<ThreadCpu>,
     pub records_per_batch: usize,
+    pub keys: u64,
+    pub delayed_batches: u64,
+    pub batches: u64,
+}
+
+/// CPU of the broker's thread classes over a window, ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadCpu {
+    pub workers: f64,
+    pub cleaners: f64,
 }
 
 impl Outcome {
@@ -141,10 +189,24 @@ impl Outcome {
             self.client_cpu_ms,
             self.client_cpu_ms / self.payload_mb,
         );
+        s.push_str(&format!(
+            " keys={} batches={} delayed_batches={}",
+            self.keys, self.batches, self.delayed_batches
+        ));
         if let Some(b) = self.broker_cpu_ms {
             s.push_str(&format!(
                 " broker_cpu_ms={b:.0} broker_cpu_ms_per_mb={:.3}",
                 b / self.payload_mb
+            ));
+        }
+        if let Some(t) = self.broker_threads_cpu_ms {
+            s.push_str(&format!(
+                " worker_cpu_ms={:.0} worker_cpu_ms_per_mb={:.3} cleaner_cpu_ms={:.0} \
+                 cleaner_cpu_ms_per_mb={:.3}",
+                t.workers,
+                t.workers / self.payload_mb,
+                t.cleaners,
+                t.cleaners / self.payload_mb
             ));
         }
         s
@@ -172,19 +234,83 @@ pub fn cpu_ms(pid: Option<u32>) -> Result<f64> {
     Ok(tick(11)? + tick(12)?)
 }
 
+/// `(comm, utime + stime ms)` of one `/proc/.../stat` line (the name is between the first
+/// `(` and the last `)`, and may contain spaces or parentheses).
+pub fn parse_stat(stat: &str) -> Result<(String, f64)> {
+    let open = stat.find('(').context("malformed stat")?;
+    let close = stat.rfind(')').context("malformed stat")?;
+    let comm = stat
+        .get(open + 1..close)
+        .context("malformed stat")?
+        .to_string();
+    let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    let tick = |i: usize| -> Result<f64> {
+        let v: u64 = f.get(i).context("short stat")?.parse()?;
+        Ok(v as f64 * 10.0)
+    };
+    Ok((comm, tick(11)? + tick(12)?))
+}
+
+/// Every thread of `pid`: `(tid, comm, cpu ms)`. Threads that exit while the directory is
+/// read are skipped.
+pub fn threads_cpu(pid: u32) -> Result<Vec<(u64, String, f64)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let e = e?;
+        let Some(tid) = e.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let (comm, ms) = parse_stat(&stat)?;
+        out.push((tid, comm, ms));
+    }
+    Ok(out)
+}
+
+/// Per-class CPU between two [`threads_cpu`] snapshots (a thread new at the end counts from 0).
+pub fn thread_cpu_delta(before: &[(u64, String, f64)], after: &[(u64, String, f64)]) -> ThreadCpu {
+    let mut t = ThreadCpu::default();
+    for (tid, comm, ms) in after {
+        let was = before
+            .iter()
+            .find(|(b, _, _)| b == tid)
+            .map_or(0.0, |(_, _, m)| *m);
+        if comm == "skiff-worker" {
+            t.workers += ms - was;
+        } else if comm.starts_with("skiff-cleaner") {
+            t.cleaners += ms - was;
+        }
+    }
+    t
+}
+
 /// Records of `record_bytes` that fit one batch of at most `batch_size` bytes (at least 1),
 /// and that batch's encoded size, measured with the real encoder (uncompressed: the batch is
 /// its fixed header plus the records section).
+#[cfg(test)]
 pub fn records_per_batch(record_bytes: usize, batch_size: usize) -> Result<(usize, usize)> {
+    records_per_batch_keyed(record_bytes, 0, batch_size)
+}
+
+/// [`records_per_batch`] with a `key_bytes`-byte key on every record (0: no key).
+pub fn records_per_batch_keyed(
+    record_bytes: usize,
+    key_bytes: usize,
+    batch_size: usize,
+) -> Result<(usize, usize)> {
     let value = vec![0u8; record_bytes];
+    let key_buf = vec![b'k'; key_bytes];
+    let key = (key_bytes > 0).then_some(key_buf.as_slice());
     let mut one = BatchBuilder::new(idempotent_opts(0, 0));
-    one.append(0, None, Some(&value), &[]);
+    one.append(0, key, Some(&value), &[]);
     let header = one.uncompressed_records_bytes();
     let header = one.build()?.len() - header;
     let mut b = BatchBuilder::new(idempotent_opts(0, 0));
     let mut size = header;
     loop {
-        b.append(0, None, Some(&value), &[]);
+        b.append(0, key, Some(&value), &[]);
         let next = header + b.uncompressed_records_bytes();
         if next > batch_size {
             return Ok(if b.len() == 1 {
@@ -328,10 +454,17 @@ struct Encoder {
     producer_id: i64,
     values: Vec<Vec<u8>>,
     next_value: usize,
+    keys: u64,
+    next_record: u64,
+    delays: DelaySpread,
+    delay_value: Vec<u8>,
+    batches: u64,
+    delayed_batches: u64,
 }
 
 impl Encoder {
-    fn request(&mut self, plan: &[BatchPlan]) -> Result<RequestBody> {
+    /// `timed`: the batches count for `--delay-percent` (the warm-up's do not).
+    fn request(&mut self, plan: &[BatchPlan], timed: bool) -> Result<RequestBody> {
         let ts = now_ms();
         let mut partition_data = Vec::with_capacity(plan.len());
         for b in plan {
@@ -340,10 +473,22 @@ impl Encoder {
             } else {
                 BatchOptions::default()
             });
-            for _ in 0..b.records {
+            let delayed = timed && self.delays.next_is_delayed();
+            if timed {
+                self.batches += 1;
+                self.delayed_batches += u64::from(delayed);
+            }
+            for i in 0..b.records {
                 let v = &self.values[self.next_value];
                 self.next_value = (self.next_value + 1) % self.values.len();
-                builder.append(ts, None, Some(v), &[]);
+                let key = record_key(self.next_record, self.keys);
+                self.next_record += 1;
+                let delay = [Header {
+                    key: DELAY_HEADER.as_bytes(),
+                    value: Some(self.delay_value.as_slice()),
+                }];
+                let headers: &[Header<'_>] = if delayed && i == 0 { &delay } else { &[] };
+                builder.append(ts, key.as_deref(), Some(v), headers);
             }
             partition_data.push(PartitionProduceData {
                 index: b.partition,
@@ -380,7 +525,9 @@ fn answers(body: ResponseBody) -> Result<Vec<PartitionAnswer>> {
 
 /// Runs the generator.
 pub fn run(opts: &Options) -> Result<Outcome> {
-    let (per_batch, batch_bytes) = records_per_batch(opts.record_bytes, opts.batch_size)?;
+    let key_bytes = record_key(0, opts.keys).map_or(0, |k| k.len());
+    let (per_batch, batch_bytes) =
+        records_per_batch_keyed(opts.record_bytes, key_bytes, opts.batch_size)?;
     let max_request_batches = (opts.max_request_size / batch_bytes.max(1)).max(1);
     let mut rng = Rng::new(0x5eed_1de0);
     let values = (0..VALUES)
@@ -402,6 +549,12 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         producer_id,
         values,
         next_value: 0,
+        keys: opts.keys,
+        next_record: 0,
+        delays: DelaySpread::new(opts.delay_percent),
+        delay_value: opts.delay_ms.to_string().into_bytes(),
+        batches: 0,
+        delayed_batches: 0,
     };
     let mut planner = Planner::new(
         partitions,
@@ -412,7 +565,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     );
     let mut checker = Checker::new(partitions);
     let warm = planner.warmup();
-    let got = answers(conn.call(PRODUCE_VERSION, enc.request(&warm)?)?)?;
+    let got = answers(conn.call(PRODUCE_VERSION, enc.request(&warm, false)?)?)?;
     checker
         .check(&warm, &got)
         .map_err(|e| anyhow::anyhow!("warm-up: {e}"))?;
@@ -421,17 +574,27 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     let mut in_flight: VecDeque<(i32, Vec<BatchPlan>, Instant)> = VecDeque::new();
     let (mut requests, mut rtt_total) = (0u64, Duration::ZERO);
     let broker0 = opts.broker_pid.map(|p| cpu_ms(Some(p))).transpose()?;
+    let threads0 = opts.broker_pid.map(threads_cpu).transpose()?;
     let (self0, t0) = (cpu_ms(None)?, Instant::now());
+    let mut sent_bytes = 0u64;
     loop {
         while in_flight.len() < max_in_flight
+            && pace_sleep(opts.rate_mb, sent_bytes, t0.elapsed()).is_zero()
             && let Some(plan) = planner.next_request()
         {
-            let req = enc.request(&plan)?;
+            sent_bytes +=
+                plan.iter().map(|b| b.records as u64).sum::<u64>() * opts.record_bytes as u64;
+            let req = enc.request(&plan, true)?;
             let cid = conn.send(PRODUCE_VERSION, req)?;
             in_flight.push_back((cid, plan, Instant::now()));
         }
         let Some((cid, plan, sent)) = in_flight.pop_front() else {
-            break;
+            let wait = pace_sleep(opts.rate_mb, sent_bytes, t0.elapsed());
+            if wait.is_zero() {
+                break;
+            }
+            std::thread::sleep(wait);
+            continue;
         };
         let got = answers(conn.recv(ApiKey::Produce, PRODUCE_VERSION, cid)?)?;
         rtt_total += sent.elapsed();
@@ -446,6 +609,10 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         (Some(p), Some(b0)) => Some(cpu_ms(Some(p))? - b0),
         _ => None,
     };
+    let broker_threads_cpu_ms = match (opts.broker_pid, threads0) {
+        (Some(p), Some(t0)) => Some(thread_cpu_delta(&t0, &threads_cpu(p)?)),
+        _ => None,
+    };
     Ok(Outcome {
         producer_id,
         partitions,
@@ -456,7 +623,11 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         mean_rtt_ms: rtt_total.as_secs_f64() * 1000.0 / requests.max(1) as f64,
         client_cpu_ms,
         broker_cpu_ms,
+        broker_threads_cpu_ms,
         records_per_batch: per_batch,
+        keys: opts.keys,
+        delayed_batches: enc.delayed_batches,
+        batches: enc.batches,
     })
 }
 
@@ -488,5 +659,64 @@ mod tests {
     #[test]
     fn own_cpu_is_readable() {
         assert!(cpu_ms(None).unwrap() >= 0.0);
+        let me = threads_cpu(std::process::id()).unwrap();
+        assert!(!me.is_empty());
+        assert!(me.iter().all(|(_, _, ms)| *ms >= 0.0));
+    }
+
+    #[test]
+    fn stat_lines_parse_with_odd_names() {
+        let line = |comm: &str, u: u64, s: u64| {
+            format!("42 ({comm}) S 1 42 42 0 -1 4194560 100 0 0 0 {u} {s} 0 0 20 0 3 0")
+        };
+        assert_eq!(
+            parse_stat(&line("skiff-worker", 7, 3)).unwrap(),
+            ("skiff-worker".to_string(), 100.0)
+        );
+        assert_eq!(parse_stat(&line("a) (b", 1, 0)).unwrap().0, "a) (b");
+        assert!(parse_stat("42 (x) S 1").is_err(), "short");
+        assert!(parse_stat("no parentheses").is_err());
+    }
+
+    #[test]
+    fn thread_classes_sum_deltas() {
+        let t = |tid, comm: &str, ms| (tid, comm.to_string(), ms);
+        let before = vec![
+            t(1, "skiff", 100.0),
+            t(2, "skiff-worker", 50.0),
+            t(3, "skiff-worker", 10.0),
+            t(4, "skiff-cleaner-0", 5.0),
+        ];
+        let after = vec![
+            t(1, "skiff", 900.0),
+            t(2, "skiff-worker", 80.0),
+            t(3, "skiff-worker", 10.0),
+            t(4, "skiff-cleaner-0", 25.0),
+            t(5, "skiff-worker", 7.0), // new: counted from 0
+            t(6, "skiff-cleaner-1", 1.0),
+        ];
+        assert_eq!(
+            thread_cpu_delta(&before, &after),
+            ThreadCpu {
+                workers: 37.0,
+                cleaners: 21.0
+            }
+        );
+    }
+
+    #[test]
+    fn keyed_batches_fit_the_batch_size() {
+        let (n, size) = records_per_batch_keyed(1024, 9, 16384).unwrap();
+        assert!(n >= 14 && size <= 16384, "{n} {size}");
+        let mut b = BatchBuilder::new(idempotent_opts(7, 0));
+        for i in 0..n {
+            b.append(
+                0,
+                record_key(i as u64, 100).as_deref(),
+                Some(&[1u8; 1024]),
+                &[],
+            );
+        }
+        assert_eq!(b.build().unwrap().len(), size);
     }
 }

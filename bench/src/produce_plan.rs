@@ -17,6 +17,14 @@
 //! Invariants: sequences of a partition are gap-free across batches and requests; a request
 //! never names a partition twice; the planner hands out exactly `total` records after the
 //! warm-up.
+//!
+//! Record content helpers (bench2, issues 7 and 8), pure as well: [`DelaySpread`] says which
+//! timed batches carry a `__delay_ms` header on their first record (`percent` of them, evenly
+//! spread: batch `i` is delayed when `floor((i+1)·p/100) > floor(i·p/100)`, so 1% is every
+//! 100th batch and 100% every batch, exactly `floor(n·p/100)` of the first `n`); [`record_key`]
+//! gives record `i` of the run the key `k%08d` with `k = i mod keys` (a key space of `keys`
+//! cycled in order, so with `n` records each key repeats `n/keys` times); [`pace_sleep`] is the
+//! optional rate limit (how long to wait before the next request).
 
 /// One batch of a planned request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +112,55 @@ impl Planner {
             self.remaining -= records as u64;
         }
         (!out.is_empty()).then_some(out)
+    }
+}
+
+/// Which batches carry a `__delay_ms` header (see the module doc).
+#[derive(Clone, Copy, Debug)]
+pub struct DelaySpread {
+    /// Share of batches delayed, 0..=100 (clamped).
+    percent: f64,
+    next_batch: u64,
+}
+
+impl DelaySpread {
+    pub fn new(percent: f64) -> DelaySpread {
+        DelaySpread {
+            percent: if percent.is_nan() {
+                0.0
+            } else {
+                percent.clamp(0.0, 100.0)
+            },
+            next_batch: 0,
+        }
+    }
+
+    /// Whether the next batch (counted from 0) is delayed; advances the count.
+    pub fn next_is_delayed(&mut self) -> bool {
+        let i = self.next_batch as f64;
+        self.next_batch += 1;
+        ((i + 1.0) * self.percent / 100.0).floor() > (i * self.percent / 100.0).floor()
+    }
+}
+
+/// The key of record `index` of the run with a key space of `keys` (`None` when 0: no keys).
+pub fn record_key(index: u64, keys: u64) -> Option<Vec<u8>> {
+    (keys > 0).then(|| format!("k{:08}", index % keys).into_bytes())
+}
+
+/// With a rate limit of `mb_per_s` (10^6 bytes) and `sent_bytes` sent `elapsed` after the
+/// start, how long to wait before sending more (zero when behind schedule or unlimited).
+pub fn pace_sleep(
+    mb_per_s: Option<f64>,
+    sent_bytes: u64,
+    elapsed: std::time::Duration,
+) -> std::time::Duration {
+    match mb_per_s {
+        Some(r) if r > 0.0 => {
+            let due = sent_bytes as f64 / (r * 1e6);
+            std::time::Duration::from_secs_f64((due - elapsed.as_secs_f64()).max(0.0))
+        }
+        _ => std::time::Duration::ZERO,
     }
 }
 
@@ -274,6 +331,55 @@ mod tests {
         // Partition 1 repeats the previous offset: a duplicate.
         let err = c.check(&r2, &answers(&r2, &[6, 1])).unwrap_err();
         assert!(err.contains("partition 1"), "{err}");
+    }
+
+    fn delayed_of(percent: f64, n: usize) -> Vec<usize> {
+        let mut d = DelaySpread::new(percent);
+        (0..n).filter(|_| d.next_is_delayed()).collect()
+    }
+
+    #[test]
+    fn delay_spread_is_even_and_exact() {
+        assert!(delayed_of(0.0, 1000).is_empty());
+        assert_eq!(delayed_of(100.0, 7), vec![0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(
+            delayed_of(1.0, 350),
+            vec![99, 199, 299],
+            "every 100th batch"
+        );
+        assert_eq!(delayed_of(50.0, 6), vec![1, 3, 5]);
+        assert_eq!(delayed_of(25.0, 8), vec![3, 7]);
+        for p in [0.5, 1.0, 3.0, 10.0, 33.0, 99.0] {
+            let n = 10_000;
+            let want = (n as f64 * p / 100.0).floor() as usize;
+            assert_eq!(delayed_of(p, n).len(), want, "{p}%");
+        }
+        assert!(delayed_of(-5.0, 100).is_empty(), "clamped to 0");
+        assert_eq!(delayed_of(250.0, 10).len(), 10, "clamped to 100");
+        assert!(delayed_of(f64::NAN, 10).is_empty());
+    }
+
+    #[test]
+    fn keys_cycle_through_the_key_space() {
+        assert_eq!(record_key(5, 0), None);
+        assert_eq!(record_key(0, 3), Some(b"k00000000".to_vec()));
+        assert_eq!(record_key(4, 3), Some(b"k00000001".to_vec()));
+        assert_eq!(record_key(3, 3), record_key(0, 3), "a repeat");
+        let distinct: std::collections::BTreeSet<_> =
+            (0..1000).map(|i| record_key(i, 100)).collect();
+        assert_eq!(distinct.len(), 100);
+    }
+
+    #[test]
+    fn pacing_waits_only_when_ahead() {
+        use std::time::Duration;
+        let s = Duration::from_secs;
+        assert_eq!(pace_sleep(None, 1 << 30, s(0)), Duration::ZERO);
+        assert_eq!(pace_sleep(Some(0.0), 1 << 30, s(0)), Duration::ZERO);
+        // 10 MB at 5 MB/s is due at 2 s: at 0.5 s wait 1.5 s, at 3 s do not wait.
+        let w = pace_sleep(Some(5.0), 10_000_000, Duration::from_millis(500));
+        assert!((w.as_secs_f64() - 1.5).abs() < 1e-9, "{w:?}");
+        assert_eq!(pace_sleep(Some(5.0), 10_000_000, s(3)), Duration::ZERO);
     }
 
     #[test]

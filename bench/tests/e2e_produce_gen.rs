@@ -55,6 +55,23 @@ impl Conn {
 
     /// Every batch of a partition as (base offset, records, producer id, epoch, base sequence).
     fn batches(&mut self, topic: &str, partition: i32) -> Vec<(i64, i32, i64, i16, i32)> {
+        self.raw_batches(topic, partition)
+            .iter()
+            .map(|b| {
+                let v = skiff_record::BatchView::new(b).unwrap();
+                (
+                    v.base_offset(),
+                    v.records_count(),
+                    v.producer_id(),
+                    v.producer_epoch(),
+                    v.base_sequence(),
+                )
+            })
+            .collect()
+    }
+
+    /// Every batch of a partition, its bytes.
+    fn raw_batches(&mut self, topic: &str, partition: i32) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut offset = 0i64;
         loop {
@@ -92,13 +109,7 @@ impl Conn {
                 if v.base_offset() < offset {
                     continue;
                 }
-                out.push((
-                    v.base_offset(),
-                    v.records_count(),
-                    v.producer_id(),
-                    v.producer_epoch(),
-                    v.base_sequence(),
-                ));
+                out.push(v.bytes().to_vec());
                 offset = v.next_offset();
             }
             if out.len() == before || offset >= p.high_watermark {
@@ -110,6 +121,14 @@ impl Conn {
 
 /// Runs the generator; returns its `produce:` line as key -> value.
 fn generate(addr: SocketAddr, topic: &str, idempotent: bool) -> Vec<(String, String)> {
+    generate_with(
+        addr,
+        topic,
+        if idempotent { &["--idempotent"] } else { &[] },
+    )
+}
+
+fn generate_with(addr: SocketAddr, topic: &str, extra: &[&str]) -> Vec<(String, String)> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_skiff-bench"));
     cmd.args([
         "produce",
@@ -122,9 +141,7 @@ fn generate(addr: SocketAddr, topic: &str, idempotent: bool) -> Vec<(String, Str
     .args(["--record-bytes", &RECORD_BYTES.to_string()])
     .args(["--batch-size", "2048", "--max-request-size", "2500"])
     .args(["--max-in-flight", "5"]);
-    if idempotent {
-        cmd.arg("--idempotent");
-    }
+    cmd.args(extra);
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -148,7 +165,7 @@ fn field<'a>(kv: &'a [(String, String)], key: &str) -> &'a str {
     &kv.iter().find(|(k, _)| k == key).unwrap().1
 }
 
-fn run(idempotent: bool) {
+fn start() -> (tokio::runtime::Runtime, Server, tempfile::TempDir) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -162,6 +179,11 @@ fn run(idempotent: bool) {
             Arc::new(StorageTopicConfigs::default()),
         ))
         .unwrap();
+    (rt, server, dir)
+}
+
+fn run(idempotent: bool) {
+    let (rt, server, _dir) = start();
     let addr = server.listeners()[0].local_addr;
     let topic = if idempotent { "gen-on" } else { "gen-off" };
     let mut c = Conn::open(addr);
@@ -223,4 +245,72 @@ fn e2e_idempotent_generator_writes_gap_free_sequences() {
 #[test]
 fn e2e_plain_generator_writes_no_producer_id() {
     run(false);
+}
+
+/// `--keys 7 --delay-percent 25 --delay-ms 123456`: every record has a key of the 7-key space,
+/// keys cycle in production order (each partition's records are contiguous runs of that
+/// order), and exactly the first record of every 4th timed batch carries
+/// `__delay_ms: 123456`; the warm-up batches carry no header. (The broker's default topic
+/// config has delays off, so the headers are stored as sent.)
+#[test]
+fn e2e_generator_keys_and_delay_headers() {
+    let (rt, server, _dir) = start();
+    let addr = server.listeners()[0].local_addr;
+    let topic = "gen-keys";
+    let mut c = Conn::open(addr);
+    c.create_topic(topic);
+    let kv = generate_with(
+        addr,
+        topic,
+        &[
+            "--keys",
+            "7",
+            "--delay-percent",
+            "25",
+            "--delay-ms",
+            "123456",
+        ],
+    );
+    let batches: u64 = field(&kv, "batches").parse().unwrap();
+    let delayed: u64 = field(&kv, "delayed_batches").parse().unwrap();
+    assert!(batches > 20, "{batches} batches");
+    assert_eq!(delayed, batches / 4, "every 4th batch");
+
+    let (mut seen_delayed, mut keys, mut total) = (0u64, std::collections::BTreeSet::new(), 0);
+    for p in 0..PARTITIONS {
+        let raw = c.raw_batches(topic, p);
+        for (i, b) in raw.iter().enumerate() {
+            let v = skiff_record::BatchView::new(b).unwrap();
+            let data = v.records_data(usize::MAX).unwrap();
+            let recs: Vec<_> = skiff_record::records(&data, v.records_count())
+                .map(|r| r.unwrap())
+                .collect();
+            let mut prev: Option<u64> = None;
+            for (j, r) in recs.iter().enumerate() {
+                let key = std::str::from_utf8(r.key.expect("a key")).unwrap();
+                let k: u64 = key.strip_prefix('k').unwrap().parse().unwrap();
+                assert!(k < 7, "{key}");
+                if let Some(pk) = prev {
+                    assert_eq!(k, (pk + 1) % 7, "keys cycle within a batch");
+                }
+                prev = Some(k);
+                keys.insert(k);
+                total += 1;
+                if j == 0 && !r.headers.is_empty() {
+                    assert!(i > 0, "partition {p}: the warm-up batch has no header");
+                    assert_eq!(r.headers.len(), 1);
+                    assert_eq!(r.headers[0].key, b"__delay_ms");
+                    assert_eq!(r.headers[0].value, Some(&b"123456"[..]));
+                    seen_delayed += 1;
+                } else {
+                    assert!(r.headers.is_empty(), "only a batch's first record");
+                }
+            }
+        }
+    }
+    assert_eq!(seen_delayed, delayed, "delayed batches stored");
+    assert_eq!(keys.len(), 7);
+    assert_eq!(total, RECORDS + PARTITIONS as u64);
+    drop(c);
+    rt.block_on(server.shutdown()).unwrap();
 }
