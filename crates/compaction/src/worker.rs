@@ -110,8 +110,10 @@ impl LogCleaner {
             let s = Arc::clone(&shared);
             match std::thread::Builder::new()
                 .name(format!("skiff-cleaner-{i}"))
-                .spawn(move || run(&s))
-            {
+                .spawn(move || {
+                    lower_priority();
+                    run(&s)
+                }) {
                 Ok(t) => threads.push(t),
                 Err(e) => tracing::error!(error = %e, "cannot start a log cleaner thread"),
             }
@@ -181,6 +183,18 @@ fn run(shared: &Shared) {
                     .wait_for(&mut g, Duration::from_millis(settings.backoff_ms.max(1)));
             }
         }
+    }
+}
+
+/// Nice value of the cleaner threads: background work, below the request path (Linux applies
+/// `setpriority(PRIO_PROCESS, tid)` to one thread). With the broker confined to fewer cores
+/// than threads, the tokio workers then win the CPU and the cleaner takes what is left.
+pub const CLEANER_NICE: i32 = 10;
+
+fn lower_priority() {
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), CLEANER_NICE) {
+        tracing::warn!(error = %e, "cannot lower the cleaner thread's priority");
     }
 }
 

@@ -572,3 +572,50 @@ fn a_recreated_partition_does_not_inherit_the_cleaner_checkpoint() {
         "the first clean of the new log saw offset 0: only the tombstone of k is left"
     );
 }
+
+/// The cleaner threads run at nice `CLEANER_NICE` (read back from /proc: field 19 of the
+/// thread's `stat`), so a broker on few cores serves requests first.
+#[test]
+fn cleaner_threads_run_at_a_lower_priority() {
+    let d = tempfile::tempdir().unwrap();
+    let mgr_cfg = LogManagerConfig {
+        log_dirs: vec![d.path().to_path_buf()],
+        ..LogManagerConfig::default()
+    };
+    let (logs, _) = LogManager::open(mgr_cfg, &|_| config("offset"), NOW).unwrap();
+    let settings = CleanerSettings {
+        threads: 1,
+        backoff_ms: 50,
+        ..CleanerSettings::default()
+    };
+    let mut cleaner = LogCleaner::start(
+        logs,
+        Arc::new(CleanerStats::new()),
+        move || settings,
+        |_| i64::MAX,
+    );
+    let nice_of_cleaner = || -> Option<i32> {
+        for t in std::fs::read_dir("/proc/self/task").ok()? {
+            let p = t.ok()?.path();
+            let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+            if comm.trim() == "skiff-cleaner-0" {
+                let stat = std::fs::read_to_string(p.join("stat")).ok()?;
+                let after = stat.rsplit_once(')')?.1;
+                return after.split_whitespace().nth(16)?.parse().ok();
+            }
+        }
+        None
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let nice = loop {
+        match nice_of_cleaner() {
+            Some(n) if n == skiff_compaction::worker::CLEANER_NICE => break n,
+            other => {
+                assert!(std::time::Instant::now() < deadline, "nice {other:?}");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    assert_eq!(nice, 10);
+    cleaner.stop();
+}
