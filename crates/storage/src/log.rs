@@ -276,7 +276,7 @@ impl Log {
     /// Its base offset must be at or past the log end.
     pub fn append_as_follower(&mut self, batch: &[u8], now_ms: i64) -> Result<AppendInfo> {
         let header = header_of(batch)?;
-        let due = self.follower_delivery_due(batch); // delivery delay (issue 8)
+        let due = self.follower_delivery_due(batch, now_ms); // delivery delay (issue 8)
         let info = self.append_split(&header, batch, &[], now_ms)?;
         if let Some(due) = due {
             self.record_delayed_batch(&info, due)?;

@@ -175,16 +175,23 @@ impl Log {
     }
 }
 
-/// The due time of a stored batch when it is after its (approximate) append time, its max
-/// timestamp; `None` if not delayed or unreadable. Data already accepted is never refused:
-/// callers pass a clamping config.
-pub(crate) fn stored_batch_due(bytes: &[u8], cfg: &DelayConfig) -> Option<i64> {
+/// The due time of a stored batch when it is after its (approximate) append time; `None` if
+/// not delayed or unreadable. Data already accepted is never refused: callers pass a clamping
+/// config. The append time is the batch's max timestamp on LogAppendTime batches (exact); on
+/// CreateTime batches (the producer's clock) it is at least `append_floor`, a time known to
+/// be no earlier than the append (the segment file's last write on rebuild, the local clock
+/// on a follower): a rebuilt due time may then be late, never early.
+pub(crate) fn stored_batch_due(bytes: &[u8], cfg: &DelayConfig, append_floor: i64) -> Option<i64> {
     let view = BatchView::new(bytes).ok()?;
     if view.is_control() {
         return None;
     }
     let data = view.records_data(DECOMPRESSED_BATCH_BYTES_MAX).ok()?;
-    let append_ms = view.max_timestamp();
+    let append_ms = if view.timestamp_type() == skiff_record::TimestampType::LogAppendTime {
+        view.max_timestamp()
+    } else {
+        view.max_timestamp().max(append_floor)
+    };
     let mut due_max: Option<i64> = None;
     let mut walk = walk_records(&data, view.records_count());
     loop {
@@ -203,14 +210,14 @@ impl Log {
     /// Followers (replicated appends, issue 8): on delay-enabled topics the batch's headers are
     /// read (decompressing) so a new leader has the index at once. Due times are counted from
     /// the batch's max timestamp (exact on LogAppendTime topics).
-    pub(crate) fn follower_delivery_due(&self, batch: &[u8]) -> Option<i64> {
+    pub(crate) fn follower_delivery_due(&self, batch: &[u8], now_ms: i64) -> Option<i64> {
         let cfg = self.config.delivery_delay_config()?;
-        stored_batch_due(batch, &DelayConfig { clamp: true, ..cfg })
+        stored_batch_due(batch, &DelayConfig { clamp: true, ..cfg }, now_ms)
     }
 }
 
 /// Re-reads the batches of `seg` with base offset ≥ `from` and returns an entry for each one
-/// still due after its (approximate) append time: its max timestamp.
+/// due after its append time (see [`stored_batch_due`]).
 fn scan_delayed_batches(
     seg: &LogSegment,
     from: i64,
@@ -218,13 +225,22 @@ fn scan_delayed_batches(
 ) -> Result<Vec<DeliverAfterEntry>> {
     let mut out = Vec::new();
     let file = std::sync::Arc::clone(seg.file());
+    // The segment's last write is no earlier than any of its batches' appends.
+    let last_write_ms = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(i64::MIN, |d| {
+            i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+        });
     let start = seg.position_of(from)?;
     let mut reader = BatchReader::new(&file, start, seg.size());
     while let Some((h, bytes)) = reader.next_batch().at(seg.log_path())? {
         if h.base_offset < from {
             continue;
         }
-        if let Some(due) = stored_batch_due(bytes, cfg)
+        if let Some(due) = stored_batch_due(bytes, cfg, last_write_ms)
             && let Ok(position) = u32::try_from(h.position)
         {
             out.push(DeliverAfterEntry {

@@ -428,10 +428,16 @@ fn reopen_rebuilds_the_same_pending_state() {
     let log = open_log(dir.path(), log_config(true), true, later);
     assert_eq!(pending(&log), want);
 
-    // unclean start with the index files lost: rebuilt from the batches (their max timestamp
-    // is the append time here)
+    // unclean start with the index files lost: rebuilt from the batches (CreateTime: the
+    // append time is taken as at least the segment's last write, set here to the test clock)
     for base in [0, 3] {
         std::fs::remove_file(segment_file(dir.path(), base, DELIVER_AFTER_SUFFIX)).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(segment_file(dir.path(), base, ".log"))
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(NOW as u64))
+            .unwrap();
     }
     drop(log);
     let log = open_log(dir.path(), log_config(true), false, later);
@@ -583,4 +589,42 @@ fn switching_the_feature_off_releases_waiting_batches_for_good() {
     assert_eq!(log.delivery_stable_offset(NOW + 2), None);
     log.update_config(log_config(true));
     assert_eq!(log.delivery_stable_offset(NOW + 3), None);
+}
+
+/// Found in review: on a CreateTime topic a rebuilt (or follower-built) due time counted from
+/// the producer's timestamp, so an old timestamp released the batch early after an index loss.
+/// The append time is now taken as at least the segment's last write (the local clock on a
+/// follower): late, never early.
+#[test]
+fn a_rebuilt_create_time_due_is_never_early() {
+    let wall = crate::log_manager::now_ms();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open_log(dir.path(), log_config(true), true, wall);
+    let mut b = BatchBuilder::new(BatchOptions::default());
+    let h = Header {
+        key: b"__delay_ms",
+        value: Some(b"60000"),
+    };
+    b.append(wall - 600_000, Some(b"k"), Some(b"v"), &[h]);
+    let bytes = b.build().unwrap();
+    let v = validate_client_batch(&bytes, &log.config().validation_config(), wall).unwrap();
+    let base = log.append_validated(&v, 0, wall).unwrap().base_offset;
+    let end = log.log_end_offset();
+    log.set_high_watermark(end);
+    drop(log); // kill -9, and the index is lost too
+    std::fs::remove_file(segment_file(dir.path(), 0, DELIVER_AFTER_SUFFIX)).unwrap();
+    let mut log = open_log(dir.path(), log_config(true), false, wall + 1000);
+    assert_eq!(log.delivery_stable_offset(wall + 1000), Some(base));
+    let due = pending(&log)[0].1;
+    assert!(
+        due >= wall + 60_000 - 1000,
+        "due {due} is before the append + delay"
+    );
+    // A follower appending the same batch now withholds it as long.
+    let r = log.read(0, 1 << 20, i64::MAX, false).unwrap();
+    let stored = r.slice.unwrap().read_to_vec().unwrap();
+    let fdir = tempfile::tempdir().unwrap();
+    let mut f = open_log(fdir.path(), log_config(true), true, wall);
+    f.append_as_follower(&stored, wall + 5).unwrap();
+    assert!(pending(&f)[0].1 >= wall + 60_000);
 }
