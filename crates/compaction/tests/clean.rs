@@ -152,6 +152,33 @@ fn kv(k: &str, v: &str) -> (String, Option<String>) {
     (k.to_string(), Some(v.to_string()))
 }
 
+/// A log manager over one log dir, every log with `config("offset")` on load.
+fn manager(dir: &std::path::Path) -> Arc<LogManager> {
+    let mgr_cfg = LogManagerConfig {
+        log_dirs: vec![dir.to_path_buf()],
+        ..LogManagerConfig::default()
+    };
+    LogManager::open(mgr_cfg, &|_| config("offset"), NOW)
+        .unwrap()
+        .0
+}
+
+/// A cleaner with no threads (driven by `clean_due_logs_now`) and its stats.
+fn manual_cleaner(logs: &Arc<LogManager>) -> (LogCleaner, Arc<CleanerStats>) {
+    let stats = Arc::new(CleanerStats::new());
+    let settings = CleanerSettings {
+        threads: 0,
+        ..CleanerSettings::default()
+    };
+    let cleaner = LogCleaner::start(
+        Arc::clone(logs),
+        Arc::clone(&stats),
+        move || settings,
+        |_| i64::MAX,
+    );
+    (cleaner, stats)
+}
+
 #[test]
 fn offset_strategy_keeps_the_last_record_per_key_at_its_offset() {
     let d = tempfile::tempdir().unwrap();
@@ -382,29 +409,14 @@ fn readers_during_cleans_see_no_error_and_no_duplicate_offset() {
 #[test]
 fn the_background_cleaner_records_status_and_the_checkpoint() {
     let d = tempfile::tempdir().unwrap();
-    let mgr_cfg = LogManagerConfig {
-        log_dirs: vec![d.path().to_path_buf()],
-        ..LogManagerConfig::default()
-    };
-    let (logs, _) = LogManager::open(mgr_cfg, &|_| config("offset"), NOW).unwrap();
-    let logs = Arc::new(logs);
+    let logs = manager(d.path());
     let tp = TopicPartition::new("t", 0);
     let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
     for i in 0..10 {
         put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
     }
     roll(&log);
-    let stats = Arc::new(CleanerStats::new());
-    let settings = CleanerSettings {
-        threads: 0,
-        ..CleanerSettings::default()
-    };
-    let cleaner = LogCleaner::start(
-        Arc::clone(&logs),
-        Arc::clone(&stats),
-        move || settings,
-        |_| i64::MAX,
-    );
+    let (cleaner, stats) = manual_cleaner(&logs);
     assert_eq!(cleaner.clean_due_logs_now(), 1);
     let s = stats.get(&tp).unwrap();
     assert_eq!(
@@ -425,12 +437,7 @@ fn the_background_cleaner_records_status_and_the_checkpoint() {
 #[test]
 fn a_failing_log_is_recorded_and_skipped_not_retried_in_a_loop() {
     let d = tempfile::tempdir().unwrap();
-    let mgr_cfg = LogManagerConfig {
-        log_dirs: vec![d.path().to_path_buf()],
-        ..LogManagerConfig::default()
-    };
-    let (logs, _) = LogManager::open(mgr_cfg, &|_| config("offset"), NOW).unwrap();
-    let logs = Arc::new(logs);
+    let logs = manager(d.path());
     let tp = TopicPartition::new("t", 0);
     let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
     for i in 0..10 {
@@ -439,17 +446,7 @@ fn a_failing_log_is_recorded_and_skipped_not_retried_in_a_loop() {
     roll(&log);
     // The segment files stay readable (open fds) but no .cleaned file can be created.
     std::fs::remove_dir_all(log.lock().dir()).unwrap();
-    let stats = Arc::new(CleanerStats::new());
-    let settings = CleanerSettings {
-        threads: 0,
-        ..CleanerSettings::default()
-    };
-    let cleaner = LogCleaner::start(
-        Arc::clone(&logs),
-        Arc::clone(&stats),
-        move || settings,
-        |_| i64::MAX,
-    );
+    let (cleaner, stats) = manual_cleaner(&logs);
     assert_eq!(cleaner.clean_due_logs_now(), 1, "tried once, then skipped");
     let s = stats.get(&tp).unwrap();
     assert!(s.last_error.is_some() && s.cleans == 0, "{s:?}");
@@ -527,29 +524,14 @@ fn a_pending_delayed_batch_survives_cleans_and_a_restart() {
 #[test]
 fn a_recreated_partition_does_not_inherit_the_cleaner_checkpoint() {
     let d = tempfile::tempdir().unwrap();
-    let mgr_cfg = LogManagerConfig {
-        log_dirs: vec![d.path().to_path_buf()],
-        ..LogManagerConfig::default()
-    };
-    let (logs, _) = LogManager::open(mgr_cfg, &|_| config("offset"), NOW).unwrap();
-    let logs = Arc::new(logs);
+    let logs = manager(d.path());
     let tp = TopicPartition::new("t", 0);
     let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
     for i in 0..10 {
         put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
     }
     roll(&log);
-    let stats = Arc::new(CleanerStats::new());
-    let settings = CleanerSettings {
-        threads: 0,
-        ..CleanerSettings::default()
-    };
-    let cleaner = LogCleaner::start(
-        Arc::clone(&logs),
-        Arc::clone(&stats),
-        move || settings,
-        |_| i64::MAX,
-    );
+    let (cleaner, _stats) = manual_cleaner(&logs);
     assert_eq!(cleaner.clean_due_logs_now(), 1);
     assert_eq!(logs.cleaner_checkpoint(&tp), Some(10));
     drop(log);
