@@ -2,7 +2,8 @@
 //! [`crate::filter`], through storage's swap API only.
 //!
 //! Steps (spec §3.1, §3.3): take a [`CleanView`] under the log's lock; compute the cleanable
-//! range `[first dirty, first uncleanable)` (bounded by `extra_bound`, see [`crate::select`]);
+//! range `[first dirty, first uncleanable)` (bounded by the view's delivery stable offset and
+//! `CleanParams::extra_bound`, see [`crate::select`]);
 //! build the key map without the lock, over the dirty range for `offset` and over the whole
 //! range `[first segment, first uncleanable)` for `timestamp`/`header` (where an older clean
 //! record can beat a newer dirty one, so a record survives only if it is the key's winner).

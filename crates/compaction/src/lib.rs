@@ -6,8 +6,8 @@
 //!   `(version, offset)` compared lexicographically;
 //! * [`keymap`]: the bounded key-hash -> winning-rank map (`log.cleaner.dedupe.buffer.size`);
 //! * [`select`]: the cleanable range of a log (never the active segment, never at or past the
-//!   high watermark, min/max compaction lag, and an explicit `extra_bound` the caller passes:
-//!   `i64::MAX` today, the delivery stable offset once delayed delivery lands), its dirty
+//!   high watermark, min/max compaction lag, and an `extra_bound`: the delivery stable offset
+//!   the clean view carries, so undelivered batches are never compacted), its dirty
 //!   ratio, and the grouping of output segments up to `segment.bytes`;
 //! * [`filter`]: which records of a batch survive (winner only; tombstone delete horizon;
 //!   RETAIN_EMPTY for active producers' last batches and each output's last batch);

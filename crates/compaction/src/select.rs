@@ -6,8 +6,9 @@
 //! to the log start when missing or out of `[log start, log end]`). `first uncleanable` is the
 //! minimum of the high watermark, the active segment's base, the min-compaction-lag bound (base
 //! of the first dirty segment with a record newer than `now - min.compaction.lag.ms`) and
-//! `extra_bound`, a bound the caller passes explicitly: the server passes the delivery stable
-//! offset (delayed delivery, issue 8) so undelivered batches are never compacted; a bound inside
+//! `extra_bound`: the log's delivery stable offset (delayed delivery, issue 8; the clean view
+//! carries it) so undelivered batches are never compacted, or any tighter bound a caller of
+//! `clean_log` passes in `CleanParams`; a bound inside
 //! a segment lowers the range to that segment's base (the segment is not cleaned at all).
 //! The dirty ratio counts whole segments, as Kafka does.
 //!

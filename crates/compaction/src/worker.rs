@@ -6,8 +6,9 @@
 //! `cleaner-offset-checkpoint`; when nothing is due, sleep `log.cleaner.backoff.ms`
 //! (interruptible by [`LogCleaner::stop`]). Settings are re-read every round from a closure the
 //! server supplies, so dynamic changes of the backoff, throttle and map budget apply at the next
-//! clean; the thread count is fixed at start. `extra_bound` is a per-partition closure too
-//! (`i64::MAX` today; delayed delivery's stable offset later).
+//! clean; the thread count is fixed at start. The cleanable range needs no extra bound from
+//! the caller: each log's [`skiff_storage::swap::CleanView`] carries its delivery stable offset
+//! (delayed delivery), read under the log lock with the rest of the view.
 //!
 //! Invariants: a log is cleaned by at most one thread at a time; the checkpoint of a log only
 //! moves after its clean's swaps completed; a log whose clean failed (or found nothing to do)
@@ -52,13 +53,11 @@ impl Default for CleanerSettings {
 }
 
 type SettingsFn = dyn Fn() -> CleanerSettings + Send + Sync;
-type BoundFn = dyn Fn(&TopicPartition) -> i64 + Send + Sync;
 
 struct Shared {
     logs: Arc<LogManager>,
     stats: Arc<CleanerStats>,
     settings: Box<SettingsFn>,
-    extra_bound: Box<BoundFn>,
     stop: AtomicBool,
     busy: Mutex<HashSet<TopicPartition>>,
     /// Logs whose last clean failed or made no progress, skipped until this time (ms).
@@ -87,7 +86,6 @@ impl LogCleaner {
         logs: Arc<LogManager>,
         stats: Arc<CleanerStats>,
         settings: impl Fn() -> CleanerSettings + Send + Sync + 'static,
-        extra_bound: impl Fn(&TopicPartition) -> i64 + Send + Sync + 'static,
     ) -> LogCleaner {
         let first = settings();
         let seed = std::time::SystemTime::now()
@@ -97,7 +95,6 @@ impl LogCleaner {
             logs,
             stats,
             settings: Box::new(settings),
-            extra_bound: Box::new(extra_bound),
             stop: AtomicBool::new(false),
             busy: Mutex::new(HashSet::new()),
             skip_until: Mutex::new(HashMap::new()),
@@ -225,7 +222,7 @@ fn pick(shared: &Shared, _backoff_ms: u64) -> Option<(TopicPartition, SharedLog)
             }
         };
         let ckpt = checkpoint_of(shared, &tp);
-        let c = cleanable_of(&view, ckpt, now, (shared.extra_bound)(&tp));
+        let c = cleanable_of(&view, ckpt, now, i64::MAX);
         let strategy = match Strategy::of(&view.config) {
             Strategy::Offset => "offset".to_string(),
             Strategy::Timestamp => "timestamp".to_string(),
@@ -258,7 +255,7 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
         map_bytes: settings.dedupe_buffer_bytes / settings.threads.max(1),
         load_factor: settings.load_factor,
         now_ms: now,
-        extra_bound: (shared.extra_bound)(tp),
+        extra_bound: i64::MAX,
         seed: shared.seed,
     };
     let mut throttle = Throttle::new(settings.io_max_bytes_per_second);

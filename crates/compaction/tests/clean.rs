@@ -170,12 +170,7 @@ fn manual_cleaner(logs: &Arc<LogManager>) -> (LogCleaner, Arc<CleanerStats>) {
         threads: 0,
         ..CleanerSettings::default()
     };
-    let cleaner = LogCleaner::start(
-        Arc::clone(logs),
-        Arc::clone(&stats),
-        move || settings,
-        |_| i64::MAX,
-    );
+    let cleaner = LogCleaner::start(Arc::clone(logs), Arc::clone(&stats), move || settings);
     (cleaner, stats)
 }
 
@@ -570,12 +565,7 @@ fn cleaner_threads_run_at_a_lower_priority() {
         backoff_ms: 50,
         ..CleanerSettings::default()
     };
-    let mut cleaner = LogCleaner::start(
-        logs,
-        Arc::new(CleanerStats::new()),
-        move || settings,
-        |_| i64::MAX,
-    );
+    let mut cleaner = LogCleaner::start(logs, Arc::new(CleanerStats::new()), move || settings);
     let nice_of_cleaner = || -> Option<i32> {
         for t in std::fs::read_dir("/proc/self/task").ok()? {
             let p = t.ok()?.path();

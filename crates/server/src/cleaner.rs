@@ -5,19 +5,16 @@
 //! tokio workers). Its broker settings (`log.cleaner.*`) are read from the live broker config
 //! at every round, so dynamic changes apply at the next clean (the thread count is read once).
 //! Per-topic settings come from each log's `LogConfig`, which AlterConfigs replaces in place.
-//! The cleanable range's extra bound is the partition's delivery stable offset (delayed
-//! delivery, issue 8), so a batch not yet delivered is never compacted; `i64::MAX` when
-//! nothing waits. It is read once per selection and per clean, without holding the log lock
-//! across the clean (the DSO only moves up, and new delayed batches land above the high
-//! watermark the cleaner's view already caps at). State per log is in
-//! [`crate::broker::Broker::cleaner_status`].
+//! The cleanable range stops below the partition's delivery stable offset (delayed delivery,
+//! issue 8), which the cleaner reads from each log's clean view, so a batch not yet delivered
+//! is never compacted. State per log is in [`crate::broker::Broker::cleaner_status`].
 
 use std::sync::Arc;
 
 use skiff_compaction::{CleanerSettings, LogCleaner};
 use skiff_config::BrokerConfig;
 
-use crate::broker::{Broker, now_ms};
+use crate::broker::Broker;
 
 /// `log.cleaner.*` from a broker config (Kafka defaults for anything unset or unparsable).
 pub fn cleaner_settings(config: Option<&BrokerConfig>) -> CleanerSettings {
@@ -57,17 +54,10 @@ pub fn cleaner_settings(config: Option<&BrokerConfig>) -> CleanerSettings {
 pub fn start(broker: &Arc<Broker>) -> LogCleaner {
     let configs = Arc::clone(&broker.topic_configs);
     let settings = move || cleaner_settings(configs.live().map(|l| l.current()).as_deref());
-    let logs = Arc::clone(&broker.logs);
-    let delivery_bound = move |tp: &skiff_types::TopicPartition| {
-        logs.get(tp)
-            .and_then(|log| log.lock().delivery_stable_offset(now_ms()))
-            .unwrap_or(i64::MAX)
-    };
     LogCleaner::start(
         Arc::clone(&broker.logs),
         Arc::clone(&broker.cleaner_stats),
         settings,
-        delivery_bound,
     )
 }
 

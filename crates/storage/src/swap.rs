@@ -284,7 +284,7 @@ impl Log {
         if let Err(e) = cleaned
             .seg
             .set_file_suffix(&dir, SWAP_SUFFIX)
-            .and_then(|()| fsync_dir(&dir))
+            .and_then(|_| fsync_dir(&dir))
         {
             // Nothing was replaced yet: drop the new files so a restart cannot roll them
             // forward over segments that may change in the meantime.

@@ -508,20 +508,26 @@ impl LogSegment {
     }
 
     /// Renames the segment's files to `<dir>/<base><suffix><extra>` (compaction's swap:
-    /// `.cleaned` -> `.swap` -> no extra suffix). The data file goes first.
-    pub fn set_file_suffix(&mut self, dir: &Path, extra: &str) -> Result<()> {
+    /// `.cleaned` -> `.swap` -> no extra suffix) and returns the new paths of the files that
+    /// exist. The data file goes first.
+    pub fn set_file_suffix(&mut self, dir: &Path, extra: &str) -> Result<Vec<PathBuf>> {
         let base = self.base_offset;
         let new_log = segment_file(dir, base, &format!("{LOG_SUFFIX}{extra}"));
         std::fs::rename(&self.log_path, &new_log).at(&self.log_path)?;
-        self.log_path = new_log;
+        self.log_path = new_log.clone();
+        let mut out = vec![new_log];
         let p = segment_file(dir, base, &format!("{INDEX_SUFFIX}{extra}"));
         self.offset_index.rename_to(&p).at(&p)?;
+        out.push(p);
         let p = segment_file(dir, base, &format!("{TIME_INDEX_SUFFIX}{extra}"));
         self.time_index.rename_to(&p).at(&p)?;
+        out.push(p);
         // delivery delay (issue 8): the optional side file follows (a no-op when absent).
         let p = segment_file(dir, base, &format!("{DELIVER_AFTER_SUFFIX}{extra}"));
-        self.deliver_after.rename_to(&p).at(&p)?;
-        Ok(())
+        if self.deliver_after.rename_to(&p).at(&p)? {
+            out.push(p);
+        }
+        Ok(out)
     }
 
     /// The first batch's max timestamp (Kafka's max-compaction-lag measure), if any; kept in
@@ -530,25 +536,14 @@ impl LogSegment {
         self.rolling_based_timestamp
     }
 
-    /// Renames all files with an extra suffix (e.g. `.deleted`) and returns the new paths.
+    /// Renames all files of a segment under its final names with an extra suffix (e.g.
+    /// `.deleted`) and returns the new paths.
     pub fn rename_with_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>> {
-        let mut out = Vec::new();
-        let new_log = PathBuf::from(format!("{}{suffix}", self.log_path.display()));
-        std::fs::rename(&self.log_path, &new_log).at(&self.log_path)?;
-        self.log_path = new_log.clone();
-        out.push(new_log);
-        let p = PathBuf::from(format!("{}{suffix}", self.offset_index.path().display()));
-        self.offset_index.rename_to(&p).at(&p)?;
-        out.push(p);
-        let p = PathBuf::from(format!("{}{suffix}", self.time_index.path().display()));
-        self.time_index.rename_to(&p).at(&p)?;
-        out.push(p);
-        // delivery delay (issue 8)
-        let p = PathBuf::from(format!("{}{suffix}", self.deliver_after.path().display()));
-        if self.deliver_after.rename_to(&p).at(&p)? {
-            out.push(p);
-        }
-        Ok(out)
+        let dir = self
+            .log_path
+            .parent()
+            .map_or_else(PathBuf::new, Path::to_path_buf);
+        self.set_file_suffix(&dir, suffix)
     }
 }
 
