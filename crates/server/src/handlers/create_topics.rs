@@ -32,13 +32,10 @@ const BROKERS: i16 = 1;
 /// Kafka's `QuorumController.MAX_RECORDS_PER_USER_OP`.
 pub const MAX_RECORDS_PER_REQUEST: u64 = 10_000;
 
-/// Metadata records creating `t` would append (an upper bound; invalid counts count as 1).
+/// Metadata records creating `t` would append (a topic whose partition count is invalid
+/// counts one partition: it fails on its own anyway).
 fn records_for(ctx: &RequestContext<'_>, t: &CreatableTopic) -> u64 {
-    let partitions = match (t.assignments.is_empty(), t.num_partitions) {
-        (false, _) => t.assignments.len() as u64,
-        (true, -1) => u64::try_from(ctx.broker.settings.default_partitions).unwrap_or(1),
-        (true, n) => u64::try_from(n).unwrap_or(1),
-    };
+    let partitions = partition_count(ctx, t).map_or(1, |n| u64::try_from(n).unwrap_or(1));
     1 + partitions + t.configs.len() as u64
 }
 
