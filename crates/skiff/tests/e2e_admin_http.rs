@@ -7,8 +7,9 @@
 //! the CLI explains an unreachable port; a malformed value is a configuration error (exit 2).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -54,16 +55,7 @@ fn spawn(data: &Path, admin: bool) -> Broker {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = common::stdout_lines(&mut child);
     let ready = lines.recv_timeout(DEADLINE).expect("a ready line");
     assert!(
         ready.starts_with("skiff ready listener=PLAINTEXT"),

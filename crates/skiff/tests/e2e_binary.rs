@@ -2,11 +2,12 @@
 //! with the clean-shutdown marker, data surviving a restart, and configuration errors (exit 2).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -32,16 +33,7 @@ fn spawn(data: &Path) -> Broker {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = common::stdout_lines(&mut child);
     let ready = rx.recv_timeout(DEADLINE).expect("a ready line");
     assert!(
         ready.starts_with("skiff ready listener=PLAINTEXT bind=127.0.0.1:"),

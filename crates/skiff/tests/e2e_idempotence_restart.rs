@@ -11,11 +11,11 @@
 //! from the snapshot written at close.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -45,14 +45,7 @@ fn spawn(data: &Path) -> Broker {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
+    let rx = common::stdout_lines(&mut child);
     let ready = rx.recv_timeout(DEADLINE).expect("a ready line");
     let port = ready
         .split_whitespace()
