@@ -180,3 +180,69 @@ pub fn run_once(
         log,
     ))
 }
+
+/// The broker's shape with several producer connections on one partition: `writers` threads
+/// each validate a batch with no lock held (as a connection task does), then lock the shared
+/// log for `append_validated` only. Together they append `batches` batches from the pool (read
+/// only: its client fields must be reset first; CreateTime is checked against the clock).
+/// Timed by the wall clock from the start of the threads to the last append, so validation
+/// of one batch overlaps the write of another. The log is dropped at the end.
+pub fn run_concurrent(
+    dir: &Path,
+    pool: &BatchPool,
+    batches: u64,
+    writers: usize,
+) -> Result<AppendRun> {
+    use parking_lot::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let cfg = LogConfig::default();
+    let vcfg = cfg.validation_config();
+    let ts0 = now_ms();
+    let log = Mutex::new(open_log(dir, cfg, ts0)?);
+    let next = AtomicU64::new(0);
+    let bytes = AtomicU64::new(0);
+    settle();
+    let start = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                let (log, next, bytes, vcfg) = (&log, &next, &bytes, &vcfg);
+                s.spawn(move || -> Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= batches {
+                            return Ok(());
+                        }
+                        let src = &pool.batches[i as usize % pool.batches.len()];
+                        let now = now_ms();
+                        let v = validate_client_batch(src, vcfg, now)
+                            .map_err(|e| anyhow!("validation rejected a benchmark batch: {e:?}"))?;
+                        log.lock().append_validated(&v, 0, now)?;
+                        bytes.fetch_add(src.len() as u64, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .map_err(|_| anyhow!("an append writer thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    let timed = start.elapsed();
+    let log = log.into_inner();
+    let records = batches as i64 * pool.records_per_batch;
+    ensure!(
+        log.log_end_offset() == records,
+        "log end offset {} after appending {records} records",
+        log.log_end_offset()
+    );
+    Ok(AppendRun {
+        timed,
+        batch_bytes: bytes.into_inner(),
+        payload_bytes: batches * pool.payload_bytes_per_batch(),
+        records,
+        ts0,
+    })
+}

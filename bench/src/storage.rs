@@ -252,11 +252,18 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
                         && validate;
                     let (runs, kept) =
                         append_cell(dir, pool, batches, validate, s.append_runs, keep)?;
-                    row_append(rep, pool, validate, &runs, dd);
+                    let mode = if validate {
+                        Mode::Validate
+                    } else {
+                        Mode::AppendOnly
+                    };
+                    row_append(rep, pool, mode, &runs, dd);
                     if kept.is_some() {
                         read_log = kept;
                     }
                 }
+                let runs = concurrent_cell(dir, pool, batches, s.append_runs)?;
+                row_append(rep, pool, Mode::Concurrent(PRODUCER_THREADS), &runs, dd);
                 let mut v = Vec::with_capacity(s.append_runs);
                 for _ in 0..s.append_runs {
                     v.push(append::validate_only(pool, batches)?);
@@ -286,7 +293,7 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
         )?;
         let batches = (s.append_bytes as f64 / plain.mean_batch_bytes()).ceil() as u64;
         let (runs, kept) = append_cell(dir, &mut plain, batches, true, 1, true)?;
-        row_append(rep, &plain, true, &runs, dd);
+        row_append(rep, &plain, Mode::Validate, &runs, dd);
         read_log = kept;
     }
 
@@ -464,13 +471,47 @@ fn row_fsync(rep: &mut Report, l: &FsyncLoop, suffix: &str) {
     );
 }
 
-fn row_append(
-    rep: &mut Report,
-    pool: &BatchPool,
-    validate: bool,
-    runs: &[PairedRun],
-    dd: Option<f64>,
-) {
+/// Producer threads of the concurrent append cell: one per core of the 2-vCPU machine.
+const PRODUCER_THREADS: usize = 2;
+
+/// What an append row timed.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// One thread: validate + append per batch (the produce path).
+    Validate,
+    /// One thread: append only (no validation).
+    AppendOnly,
+    /// N producer threads: validate without the lock, append under it (wall clock).
+    Concurrent(usize),
+}
+
+/// `runs` x [paired raw-write control, N-thread validate+append run]; the logs are deleted.
+fn concurrent_cell(
+    dir: &Path,
+    pool: &mut BatchPool,
+    batches: u64,
+    runs: usize,
+) -> Result<Vec<PairedRun>> {
+    let mut out = Vec::with_capacity(runs);
+    for r in 0..runs {
+        let d = dir.join(format!(
+            "append-{}-{}-concurrent-{r}",
+            pool.nominal_batch_bytes,
+            pool.compression.name()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        eprintln!("append {}", d.display());
+        let control = append::raw_write_once(&dir.join("raw-write-control"), pool, batches)?;
+        pool.reset_client_fields();
+        let run = append::run_concurrent(&d, pool, batches, PRODUCER_THREADS)?;
+        std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+        out.push((run, control));
+    }
+    Ok(out)
+}
+
+fn row_append(rep: &mut Report, pool: &BatchPool, mode: Mode, runs: &[PairedRun], dd: Option<f64>) {
+    let validate = !matches!(mode, Mode::AppendOnly);
     let batch = Summary::of(&runs.iter().map(|(r, _)| r.batch_mb_s()).collect::<Vec<_>>());
     let payload = Summary::of(
         &runs
@@ -509,10 +550,10 @@ fn row_append(
             pool.records_per_batch,
             pool.mean_batch_bytes(),
             pool.compression.name(),
-            if validate {
-                "validate+append"
-            } else {
-                "append only"
+            match mode {
+                Mode::Validate => "validate+append".to_string(),
+                Mode::AppendOnly => "append only".to_string(),
+                Mode::Concurrent(n) => format!("{n} producer threads, validate+append"),
             },
             total as f64 / f64::from(1u32 << 30),
             runs.len()
