@@ -227,7 +227,7 @@ class Bench:
             src = limits.make_page_cache_file(self.opts.work, records * cell["size"])
             for rnd in range(1, self.opts.runs + 1):
                 for mode in ("stream", "fetch"):
-                    self.floor.append(limits.sendfile_floor(src, records * cell["size"], mode))
+                    self.floor.append(limits.sendfile_floor(self.opts.floor_bin, src, records * cell["size"], mode))
                     f = self.floor[-1]
                     print(
                         "limit sendfile %-6s r%d: %7.1f MB/s  sender %.2f ms/MB %3.0f%% core  receiver %.2f ms/MB %3.0f%% core"
@@ -420,6 +420,7 @@ def main():
     ap.add_argument("--skiff", required=True)
     ap.add_argument("--tansu", required=True)
     ap.add_argument("--perf", required=True, help="rdkafka_performance binary")
+    ap.add_argument("--floor-bin", required=True, help="skiff-bench binary (its sendfile-floor subcommand)")
     ap.add_argument("--work", required=True, help="work dir (deleted at the end)")
     ap.add_argument("--runs", type=int, default=None, help="rounds per cell (3; --quick: 1)")
     ap.add_argument("--cells", default="P1,P2,P4,P6,C1")

@@ -7,11 +7,12 @@ core pinning as the brokers (the "broker" side on core 1, the "client" side on c
     bytes / seconds as dd reports them; the file is deleted after each run;
   - sendfile floors (for C1): a file of the C1 size, written and read once so it is in the
     page cache, sent with sendfile(2) in 1 MiB calls over one loopback TCP connection to a
-    reader doing recv_into of 1 MiB (Python, standard library); "stream" sends back to back,
+    reader doing read(2) of 1 MiB (`skiff-bench sendfile-floor`, Rust, blocking sockets; a
+    Python stand-in cost more CPU per MB than Skiff itself); "stream" sends back to back,
     "fetch" waits for a 100-byte request from the reader before each 1 MiB, as a broker
     answering librdkafka's one-at-a-time 1 MiB fetches does. Both report their own CPU
-    (time.process_time) and wall time around the transfer loop only, so interpreter start-up
-    is not counted. The sender's CPU-ms/MB is the kernel's price of a zero-copy catch-up read
+    (CLOCK_PROCESS_CPUTIME_ID) and wall time around the transfer loop only, so start-up is not
+    counted. The sender's CPU-ms/MB is the kernel's price of a zero-copy catch-up read
     on this machine: on loopback the receiver's TCP input path mostly runs in the sender's
     context (softirq on the sending core), so it lands in the sender's system time, exactly
     as it does for a broker.
@@ -26,59 +27,6 @@ import subprocess
 from procs import BROKER_CPU, GENERATOR_CPU, BenchError
 
 CHUNK = 1 << 20
-
-RECEIVER = r"""
-import json, socket, sys, time
-size, fetch = int(sys.argv[1]), sys.argv[2] == "fetch"
-ls = socket.socket()
-ls.bind(("127.0.0.1", 0))
-ls.listen(1)
-print(ls.getsockname()[1], flush=True)
-conn, _ = ls.accept()
-buf = bytearray(1 << 20)
-view = memoryview(buf)
-got = 0
-c0, t0 = time.process_time(), time.monotonic()
-while got < size:
-    want = min(1 << 20, size - got) if fetch else size - got
-    if fetch:
-        conn.sendall(b"f" * 100)
-    while want > 0:
-        n = conn.recv_into(view[: min(want, 1 << 20)])
-        if n == 0:
-            break
-        got += n
-        want -= n
-    if n == 0:
-        break
-c1, t1 = time.process_time(), time.monotonic()
-print(json.dumps({"bytes": got, "cpu_s": c1 - c0, "wall_s": t1 - t0}), flush=True)
-"""
-
-SENDER = r"""
-import json, os, socket, sys, time
-path, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-fetch = sys.argv[4] == "fetch"
-s = socket.create_connection(("127.0.0.1", port))
-fd = os.open(path, os.O_RDONLY)
-off = 0
-c0, t0 = time.process_time(), time.monotonic()
-while off < size:
-    if fetch and len(s.recv(100, socket.MSG_WAITALL)) != 100:
-        break
-    end = min(off + (1 << 20), size)
-    while off < end:
-        n = os.sendfile(s.fileno(), fd, off, end - off)
-        if n == 0:
-            break
-        off += n
-    if n == 0:
-        break
-c1, t1 = time.process_time(), time.monotonic()
-s.close()
-print(json.dumps({"bytes": off, "cpu_s": c1 - c0, "wall_s": t1 - t0}), flush=True)
-"""
-
 
 def dd_raw_write(directory):
     """One dd run on the broker core; MB/s."""
@@ -112,19 +60,23 @@ def make_page_cache_file(directory, size):
     return path
 
 
-def sendfile_floor(path, size, mode):
-    """One transfer of `size` bytes of `path`; returns sender/receiver CPU and MB/s.
+def sendfile_floor(floor_bin, path, size, mode):
+    """One transfer of `size` bytes of `path` with `skiff-bench sendfile-floor` (Rust, blocking
+    sockets); returns sender/receiver CPU and MB/s.
     mode "stream": back-to-back 1 MiB sendfile calls, the reader just drains;
     mode "fetch": request/response like a Fetch: the reader sends 100 bytes and reads 1 MiB,
     the sender waits for the 100 bytes before each 1 MiB sendfile (one exchange in flight)."""
+    common = ["sendfile-floor", "--mode", mode, "--size", str(size)]
     rx = subprocess.Popen(
-        ["taskset", "-c", GENERATOR_CPU, "python3", "-c", RECEIVER, str(size), mode],
+        ["taskset", "-c", GENERATOR_CPU, floor_bin] + common + ["--role", "recv", "--addr", "127.0.0.1:0"],
         stdout=subprocess.PIPE,
         text=True,
     )
     port = rx.stdout.readline().strip()
     tx = subprocess.run(
-        ["taskset", "-c", BROKER_CPU, "python3", "-c", SENDER, path, port, str(size), mode],
+        ["taskset", "-c", BROKER_CPU, floor_bin]
+        + common
+        + ["--role", "send", "--addr", "127.0.0.1:" + port, "--file", path],
         capture_output=True,
         text=True,
         timeout=300,

