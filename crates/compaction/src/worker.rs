@@ -11,9 +11,10 @@
 //! (delayed delivery), read under the log lock with the rest of the view.
 //!
 //! Invariants: a log is cleaned by at most one thread at a time; the checkpoint of a log only
-//! moves after its clean's swaps completed; a log whose clean failed (or found nothing to do)
-//! is skipped for a while (10 backoffs, 1 s - 5 min; one backoff) instead of being retried in
-//! a loop.
+//! moves after its clean's swaps completed; a log whose clean failed, found nothing to do or
+//! made no progress (a timestamp/header key map that fills before the first dirty offset) is
+//! skipped for a while (10 backoffs, 1 s - 5 min; one backoff; one backoff) instead of being
+//! retried in a loop that starves the other logs ([`retry_after`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use parking_lot::{Condvar, Mutex};
 use skiff_storage::{LogManager, SharedLog};
 use skiff_types::TopicPartition;
 
-use crate::clean::{CleanError, CleanParams, Throttle, clean_log, cleanable_of};
+use crate::clean::{CleanError, CleanOutcome, CleanParams, Throttle, clean_log, cleanable_of};
 use crate::stats::CleanerStats;
 use crate::strategy::Strategy;
 
@@ -260,7 +261,11 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
     };
     let mut throttle = Throttle::new(settings.io_max_bytes_per_second);
     let ckpt = checkpoint_of(shared, tp);
-    match clean_log(log, ckpt, &params, &mut throttle, &shared.stop) {
+    let result = clean_log(log, ckpt, &params, &mut throttle, &shared.stop);
+    if let Some(until) = retry_after(&result, now, settings.backoff_ms) {
+        shared.skip_until.lock().insert(tp.clone(), until);
+    }
+    match result {
         Ok(Some(o)) => {
             let ms = started.elapsed().as_millis() as u64;
             // Only while `log` is still the hosted log of `tp` (a deleted or re-created
@@ -300,25 +305,93 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
                 "log cleaned"
             );
         }
-        Ok(None) => {
-            // Due but nothing to do (the log changed since the pick): look again after a
-            // backoff, not in a tight loop.
-            let until = now.saturating_add(settings.backoff_ms as i64);
-            shared.skip_until.lock().insert(tp.clone(), until);
-        }
-        Err(CleanError::Stopped) => {}
+        Ok(None) | Err(CleanError::Stopped) => {}
         Err(e) => {
-            // Kafka marks such a log uncleanable; here it is retried after 10 backoffs
-            // (1 s to 5 min), so one bad log cannot keep a cleaner thread busy.
-            let pause = (settings.backoff_ms.saturating_mul(10)).clamp(1_000, 300_000);
-            let until = now.saturating_add(pause as i64);
-            shared.skip_until.lock().insert(tp.clone(), until);
             if shared.logs.get(tp).is_some() {
                 tracing::warn!(%tp, error = %e, "log clean failed; retried after the backoff");
                 shared
                     .stats
                     .update(tp, |s| s.last_error = Some(e.to_string()));
             }
+        }
+    }
+}
+
+/// Until when (ms) a log is skipped after a clean with this result, or `None` when it may be
+/// picked again at once. Pure: the decision the cleaner threads apply.
+/// - progress (the first dirty offset moved): `None`;
+/// - no progress: a whole-range strategy (timestamp, header) whose key map filled before it
+///   reached the first dirty offset rewrites the clean part and stays exactly as dirty, so it
+///   would be re-picked forever and starve every other log: one backoff;
+/// - due but nothing to do (the log changed since the pick): one backoff;
+/// - an error: Kafka marks such a log uncleanable; here it is retried after 10 backoffs
+///   (1 s to 5 min), so one bad log cannot keep a cleaner thread busy;
+/// - stopped: `None` (the cleaner is going away).
+pub(crate) fn retry_after(
+    result: &Result<Option<CleanOutcome>, CleanError>,
+    now: i64,
+    backoff_ms: u64,
+) -> Option<i64> {
+    let backoff = i64::try_from(backoff_ms).unwrap_or(i64::MAX);
+    match result {
+        Ok(Some(o)) if o.end > o.first_dirty => None,
+        Ok(_) => Some(now.saturating_add(backoff)),
+        Err(CleanError::Stopped) => None,
+        Err(_) => {
+            let pause = backoff_ms.saturating_mul(10).clamp(1_000, 300_000);
+            Some(now.saturating_add(pause as i64))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(first_dirty: i64, end: i64) -> CleanOutcome {
+        CleanOutcome {
+            first_dirty,
+            end,
+            ..CleanOutcome::default()
+        }
+    }
+
+    #[test]
+    fn retry_after_table() {
+        let now = 1_000_000;
+        let io = || CleanError::Io(std::io::Error::other("disk"));
+        let cases: Vec<(
+            &str,
+            Result<Option<CleanOutcome>, CleanError>,
+            u64,
+            Option<i64>,
+        )> = vec![
+            ("progress", Ok(Some(outcome(10, 20))), 100, None),
+            ("progress from 0", Ok(Some(outcome(0, 1))), 100, None),
+            (
+                "map full, no progress",
+                Ok(Some(outcome(10, 10))),
+                100,
+                Some(now + 100),
+            ),
+            ("nothing to do", Ok(None), 15_000, Some(now + 15_000)),
+            ("stopped", Err(CleanError::Stopped), 100, None),
+            (
+                "error, short backoff: 1 s floor",
+                Err(io()),
+                10,
+                Some(now + 1_000),
+            ),
+            ("error: 10 backoffs", Err(io()), 15_000, Some(now + 150_000)),
+            (
+                "error, long backoff: 5 min cap",
+                Err(io()),
+                60_000,
+                Some(now + 300_000),
+            ),
+        ];
+        for (name, result, backoff, want) in cases {
+            assert_eq!(retry_after(&result, now, backoff), want, "{name}");
         }
     }
 }

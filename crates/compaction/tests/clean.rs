@@ -447,6 +447,53 @@ fn a_failing_log_is_recorded_and_skipped_not_retried_in_a_loop() {
     assert!(s.last_error.is_some() && s.cleans == 0, "{s:?}");
 }
 
+/// A timestamp log with more distinct keys than the key map holds: after the first pass the
+/// map fills before it reaches the first dirty offset, so a pass makes no progress. It must be
+/// skipped for a backoff, not re-picked in a loop while another compacted log waits.
+#[test]
+fn a_stalled_timestamp_log_does_not_starve_the_other_logs() {
+    let d = tempfile::tempdir().unwrap();
+    let logs = manager(d.path());
+    let stalled = TopicPartition::new("stalled", 0);
+    let waiting = TopicPartition::new("waiting", 0);
+    let big = logs
+        .get_or_create(&stalled, config("timestamp"), NOW)
+        .unwrap();
+    for k in 0..600 {
+        put(&big, &[rec(&format!("k{k}"), Some("v"), NOW)]);
+        if k % 200 == 199 {
+            roll(&big);
+        }
+    }
+    let small = logs.get_or_create(&waiting, config("offset"), NOW).unwrap();
+    for i in 0..20 {
+        put(&small, &[rec("a", Some(&i.to_string()), NOW)]);
+    }
+    roll(&small);
+    let stats = Arc::new(CleanerStats::new());
+    let settings = CleanerSettings {
+        threads: 0,
+        dedupe_buffer_bytes: 150 * 32,
+        ..CleanerSettings::default()
+    };
+    let cleaner = LogCleaner::start(Arc::clone(&logs), Arc::clone(&stats), move || settings);
+    // Round 1: the timestamp log (higher dirty ratio) gets a first pass that cleans a prefix.
+    let first = cleaner.clean_due_logs_now();
+    let s = stats.get(&stalled).unwrap();
+    assert!(s.cleans >= 1 && s.first_dirty_offset < 600, "{s:?}");
+    // However it ends, both logs were cleaned in bounded rounds, the stalled one a few times
+    // (each stall costs it a backoff), not thousands of times.
+    let second = cleaner.clean_due_logs_now();
+    let s = stats.get(&stalled).unwrap();
+    assert!(
+        s.cleans <= 3,
+        "re-picked in a loop: {s:?} after rounds of {first} and {second}"
+    );
+    let w = stats.get(&waiting).unwrap();
+    assert_eq!(w.cleans, 1, "the other log starved: {w:?}");
+    assert_eq!(values(&small), vec![kv("a", "19")]);
+}
+
 /// Delayed delivery x compaction: appends one record per batch through the leader's
 /// validation (so `__delay_ms` makes the batch pending on a delay-enabled topic).
 fn produce_validated(
