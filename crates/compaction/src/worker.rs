@@ -348,6 +348,14 @@ pub(crate) fn retry_after(
 mod tests {
     use super::*;
 
+    /// (name, clean result, backoff ms, expected skip-until).
+    type Case = (
+        &'static str,
+        Result<Option<CleanOutcome>, CleanError>,
+        u64,
+        Option<i64>,
+    );
+
     fn outcome(first_dirty: i64, end: i64) -> CleanOutcome {
         CleanOutcome {
             first_dirty,
@@ -360,12 +368,7 @@ mod tests {
     fn retry_after_table() {
         let now = 1_000_000;
         let io = || CleanError::Io(std::io::Error::other("disk"));
-        let cases: Vec<(
-            &str,
-            Result<Option<CleanOutcome>, CleanError>,
-            u64,
-            Option<i64>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             ("progress", Ok(Some(outcome(10, 20))), 100, None),
             ("progress from 0", Ok(Some(outcome(0, 1))), 100, None),
             (
