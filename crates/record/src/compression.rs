@@ -10,7 +10,8 @@
 //! - lz4: the LZ4 frame format. We write what Java's `Lz4BlockOutputStream` writes: 64 KiB
 //!   independent blocks, no block or content checksum, no content size. Levels are validated
 //!   against Kafka's range (1..=17) but lz4_flex has a single level. Reading goes through
-//!   [`crate::lz4`] (blocks decoded straight into the output; `FrameDecoder` for unusual frames).
+//!   [`crate::lz4`] (blocks decoded by liblz4 straight into the output; `lz4_flex`'s
+//!   `FrameDecoder` for unusual frames).
 //! - zstd: one or more zstd frames, zstd crate (libzstd).
 //!
 //! Bounds: decompression writes into one vector (lz4, snappy) or streams through a reader
