@@ -5,8 +5,13 @@
 //! producer id; each record's key and value are the shard's encodings (Kafka's
 //! `__consumer_offsets` schemas with their int16 version prefixes), a `None` value is a
 //! tombstone. One shard call's records form one batch, so they become durable together.
-//! Topic: `offsets.topic.num.partitions` partitions, `cleanup.policy=compact` (the cleaner
-//! comes later; replay simply applies every record in order, last one wins).
+//! Topic: `offsets.topic.num.partitions` partitions, `cleanup.policy=compact`,
+//! `segment.bytes` = `offsets.topic.segment.bytes`. The log cleaner (issue 7) compacts it like
+//! any compacted topic: it keeps the last record of each key (tombstones until
+//! `delete.retention.ms`), in offset order, never touching the active segment. Replay applies
+//! every record it finds in order, last one wins, so a compacted log replays to the same
+//! groups, members and offsets as the full one: each key's latest record, and tombstones that
+//! win over what they superseded (crates/server/tests/e2e_groups_compaction.rs).
 //!
 //! Thread-safety: appends happen under the shard's mutex (so the log order is the shard's
 //! order) and take the partition log's own short lock; replay runs on the blocking pool while
