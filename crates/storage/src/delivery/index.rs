@@ -86,6 +86,11 @@ impl DeliverAfterIndex {
         }
     }
 
+    /// Whether the file exists (it is created by the first [`DeliverAfterIndex::append`]).
+    pub fn has_file(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Appends one entry (`relative` = base offset minus the segment base).
     pub fn append(&mut self, relative: i32, position: u32, due_ms: i64) -> io::Result<()> {
         let mut buf = [0u8; ENTRY_BYTES];

@@ -44,7 +44,20 @@ impl Log {
         let position = u32::try_from(position)
             .map_err(|_| StorageError::InvalidArgument("segment position above 4 GiB".into()))?;
         let idx = seg.deliver_after_mut();
+        let created = !idx.has_file();
         idx.append(relative, position, due_ms).at(idx.path())?;
+        // Durable topics: the entry (and a new file's directory entry) is on disk before the
+        // data's fdatasync (group commit, after the lock) can acknowledge the batch, or a power
+        // cut after the ack could bring the batch back without its entry, below the recovery
+        // point the rebuild starts from, and serve it early. The other order is safe: an entry
+        // whose batch was lost points past the segment's end, so the index is garbled and
+        // rebuilt on load.
+        if info.needs_sync {
+            idx.flush().at(idx.path())?;
+            if created {
+                crate::log::fsync_dir(&self.dir)?;
+            }
+        }
         Ok(())
     }
 
