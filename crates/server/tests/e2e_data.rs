@@ -3,10 +3,12 @@
 //! InitProducerId).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin_support;
 mod common;
 
 use std::time::{Duration, Instant};
 
+use admin_support::start_live;
 use bytes::Bytes;
 use common::*;
 use skiff_protocol::*;
@@ -549,5 +551,179 @@ async fn e2e_fetch_limits_return_at_least_one_whole_batch() {
         panic!()
     };
     assert_eq!(r.topics[0].error_code, 100);
+    t.server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn e2e_create_topics_v5_plus_returns_every_config_with_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, addr) = start_live(dir.path(), &[]).await;
+    let mut c = Client::connect(addr).await;
+    let every_key: std::collections::BTreeSet<&str> = skiff_config::keys::TOPIC_KEYS
+        .iter()
+        .map(|k| k.name)
+        .collect();
+    for (version, validate_only) in [(5i16, false), (7, false), (7, true)] {
+        let name = format!("cfg-v{version}-{validate_only}");
+        let req = CreateTopicsRequest {
+            topics: vec![CreatableTopic {
+                name: name.clone(),
+                num_partitions: 3,
+                replication_factor: -1,
+                configs: vec![
+                    CreatableTopicConfig {
+                        name: "retention.ms".into(),
+                        value: Some("3600000".into()),
+                    },
+                    CreatableTopicConfig {
+                        name: "cleanup.policy".into(),
+                        value: Some("compact".into()),
+                    },
+                ],
+                ..CreatableTopic::default()
+            }],
+            timeout_ms: 10_000,
+            validate_only,
+        };
+        let ResponseBody::CreateTopics(r) = c.call(version, req).await else {
+            panic!()
+        };
+        let t = &r.topics[0];
+        let what = format!("v{version} validate_only={validate_only}");
+        assert_eq!(t.error_code, 0, "{what}: {:?}", t.error_message);
+        assert_eq!(
+            (t.num_partitions, t.replication_factor),
+            (3, 1),
+            "{what}: the defaulted replication factor is reported"
+        );
+        let configs = t.configs.as_ref().expect("configs from v5");
+        let names: std::collections::BTreeSet<&str> =
+            configs.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, every_key, "{what}: every topic key, once");
+        assert_eq!(configs.len(), every_key.len(), "{what}");
+        let get = |key: &str| {
+            let e = configs.iter().find(|e| e.name == key).unwrap();
+            (
+                e.value.as_deref(),
+                e.config_source,
+                e.read_only,
+                e.is_sensitive,
+            )
+        };
+        // Explicit: DYNAMIC_TOPIC_CONFIG (1); untouched: DEFAULT_CONFIG (5).
+        assert_eq!(
+            get("retention.ms"),
+            (Some("3600000"), 1, false, false),
+            "{what}"
+        );
+        assert_eq!(
+            get("cleanup.policy"),
+            (Some("compact"), 1, false, false),
+            "{what}"
+        );
+        assert_eq!(
+            get("segment.bytes"),
+            (Some("1073741824"), 5, false, false),
+            "{what}"
+        );
+        assert_eq!(
+            get("max.message.bytes"),
+            (Some("1048588"), 5, false, false),
+            "{what}"
+        );
+        assert_eq!(
+            configs.iter().filter(|e| e.config_source == 1).count(),
+            2,
+            "{what}: only the two explicit keys are topic overrides"
+        );
+        let image_id = server
+            .broker()
+            .image()
+            .topic(&name)
+            .map(|t| Uuid::from_bytes(t.id));
+        match (version, validate_only) {
+            // The topic id is on the wire from v7.
+            (7, false) => {
+                assert!(!t.topic_id.is_nil(), "{what}");
+                assert_eq!(Some(t.topic_id), image_id, "{what}");
+            }
+            (_, false) => {
+                assert!(t.topic_id.is_nil(), "{what}: no topic id before v7");
+                assert!(image_id.is_some(), "{what}");
+            }
+            (_, true) => assert_eq!(image_id, None, "{what}: validate_only created it"),
+        }
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn e2e_delete_topics_v6_by_topic_id() {
+    let t = start().await;
+    let mut c = Client::connect(t.addr).await;
+    let doomed = create_topic(&mut c, "by-id", 2).await;
+    let kept = create_topic(&mut c, "kept", 1).await;
+    assert_eq!((doomed.error_code, kept.error_code), (0, 0));
+    assert!(!doomed.topic_id.is_nil());
+    let unknown = Uuid::new_v4();
+    let delete = |topics: Vec<DeleteTopicState>| DeleteTopicsRequest {
+        topics,
+        timeout_ms: 10_000,
+        ..DeleteTopicsRequest::default()
+    };
+    let by_id = |id: Uuid| DeleteTopicState {
+        name: None,
+        topic_id: id,
+    };
+    let req = delete(vec![
+        by_id(doomed.topic_id),
+        by_id(unknown),
+        // A name and an id together: INVALID_REQUEST, and nothing deleted.
+        DeleteTopicState {
+            name: Some("kept".into()),
+            topic_id: kept.topic_id,
+        },
+    ]);
+    let ResponseBody::DeleteTopics(r) = c.call(6, req).await else {
+        panic!()
+    };
+    let got: Vec<_> = r
+        .responses
+        .iter()
+        .map(|x| (x.name.as_deref(), x.topic_id, x.error_code))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some("by-id"), doomed.topic_id, 0),
+            (None, unknown, 100),
+            (Some("kept"), kept.topic_id, 42),
+        ]
+    );
+    assert!(r.responses[1].error_message.is_some());
+    assert!(r.responses[2].error_message.is_some());
+    let broker = t.server.broker();
+    assert!(broker.image().topic("by-id").is_none());
+    for p in 0..2 {
+        assert!(
+            broker
+                .logs
+                .get(&skiff_types::TopicPartition::new("by-id", p))
+                .is_none()
+        );
+    }
+    assert!(broker.image().topic("kept").is_some());
+    // The deleted id is now unknown; the kept topic goes by id alone.
+    let req = delete(vec![by_id(doomed.topic_id), by_id(kept.topic_id)]);
+    let ResponseBody::DeleteTopics(r) = c.call(6, req).await else {
+        panic!()
+    };
+    let codes: Vec<_> = r
+        .responses
+        .iter()
+        .map(|x| (x.name.as_deref(), x.error_code))
+        .collect();
+    assert_eq!(codes, vec![(None, 100), (Some("kept"), 0)]);
+    assert!(broker.image().topic("kept").is_none());
     t.server.shutdown().await.unwrap();
 }

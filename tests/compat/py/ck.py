@@ -183,7 +183,9 @@ def list_offsets(p):
 
 
 def admin_create(p):
-    """p.topics: [{name, partitions, config}] -> {name: error name or null}."""
+    """p.topics: [{name, partitions, config}] -> {"results": {name: error name or null},
+    "messages": {name: str() of the error, for failed topics}} (the broker's error message
+    reaches the application through str())."""
     a = AdminClient(base_conf(p))
     new = [
         NewTopic(
@@ -197,14 +199,15 @@ def admin_create(p):
     futures = a.create_topics(
         new, operation_timeout=10, request_timeout=20, validate_only=p.get("validate_only", False)
     )
-    out = {}
+    out, messages = {}, {}
     for name, f in futures.items():
         try:
             f.result()
             out[name] = None
         except ck.KafkaException as e:
             out[name] = e.args[0].name()
-    return {"results": out}
+            messages[name] = str(e.args[0])
+    return {"results": out, "messages": messages}
 
 
 def admin_delete(p):

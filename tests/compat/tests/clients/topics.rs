@@ -114,11 +114,24 @@ fn ck_admin(py: Python) {
         json!({"adm": "TOPIC_ALREADY_EXISTS"}),
         "{py:?} create twice"
     );
-    let r = create(
-        json!([{"name": "adm-bad", "partitions": 1, "config": {"retention.ms": "soon"}}]),
-        false,
+    // INVALID_CONFIG, and the broker's message (naming the key and the value) reaches the
+    // application in the error's str().
+    let r = python(
+        py,
+        "ck.py",
+        "admin_create",
+        &json!({"bootstrap": bs, "topics": [{"name": "adm-bad", "partitions": 1, "config": {"retention.ms": "soon"}}]}),
     );
-    assert_eq!(r, json!({"adm-bad": "INVALID_CONFIG"}), "{py:?} bad config");
+    assert_eq!(
+        r["results"],
+        json!({"adm-bad": "INVALID_CONFIG"}),
+        "{py:?} bad config"
+    );
+    let message = r["messages"]["adm-bad"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("retention.ms") && message.contains("soon"),
+        "{py:?}: the INVALID_CONFIG message does not name the key: {r}"
+    );
     let topics = list();
     assert_eq!(topics["adm"], json!(4), "{topics}");
     assert_eq!(topics["adm-2"], json!(1), "{topics}");
