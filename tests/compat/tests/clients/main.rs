@@ -10,6 +10,7 @@
 //! - `offsets`: offsetsForTimes, ListOffsets, seek to end-m;
 //! - `limits`: max.message.bytes boundaries;
 //! - `topics`: auto-create, admin create/delete;
+//! - `acks`: acks=1 and acks=0 producers, read back;
 //! - `idempotent`: kafka-python's default idempotent producer;
 //! - `restart`: SIGTERM/SIGKILL restarts in the middle of production.
 //!
@@ -17,6 +18,7 @@
 //! command lines.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acks;
 mod codecs;
 mod common;
 mod idempotent;
