@@ -1,7 +1,15 @@
 //! Topic lifecycle: auto-creation through Metadata with `num.partitions` (and not when
 //! disabled), and CreateTopics/DeleteTopics through confluent-kafka's AdminClient (PyPI and
-//! Debian) and kafkajs' admin.
+//! Debian), kafka-python's KafkaAdminClient, the rdkafka crate's AdminClient and kafkajs'
+//! admin, each checked against Metadata afterwards.
 
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 use serde_json::{Value, json};
 use skiff_compat::{Broker, Python, kcat, node, python};
@@ -245,4 +253,209 @@ fn topics_create_delete_kafkajs_admin() {
         &json!({"bootstrap": bs, "topics": ["js"], "retries": 0}),
     );
     assert_eq!(r["cause"], json!("UNKNOWN_TOPIC_OR_PARTITION"), "{r}");
+}
+
+#[test]
+fn topics_create_delete_kafka_python_admin() {
+    let b = Broker::start();
+    let bs = b.bootstrap();
+    let admin = |command: &str, params: Value| {
+        let mut params = params;
+        params["bootstrap"] = json!(bs);
+        python(Python::PyPi, "admin_kp.py", command, &params)
+    };
+    let r = admin(
+        "create_topics",
+        json!({"topics": [
+            {"name": "kp-adm", "partitions": 3, "config": {"retention.ms": "3600000"}},
+            {"name": "kp-adm-2"},
+            {"name": "kp-adm-bad", "partitions": 1, "config": {"retention.ms": "soon"}},
+        ]}),
+    );
+    let t = &r["topics"]["kp-adm"];
+    assert_eq!(t["error_code"], json!(0), "{r}");
+    assert_eq!(t["num_partitions"], json!(3), "{r}");
+    assert_eq!(t["replication_factor"], json!(1), "{r}");
+    // CreateTopics v5+ configs as kafka-python reports them (source names for 1 and 5).
+    assert_eq!(
+        t["configs"]["retention.ms"],
+        json!({"value": "3600000", "config_source": "DYNAMIC_TOPIC_CONFIG"}),
+        "{r}"
+    );
+    assert_eq!(
+        t["configs"]["segment.bytes"],
+        json!({"value": "1073741824", "config_source": "DEFAULT_CONFIG"}),
+        "{r}"
+    );
+    let id = t["topic_id"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        !id.is_empty() && id != "00000000-0000-0000-0000-000000000000",
+        "CreateTopics v7 topic id: {r}"
+    );
+    // Defaults (-1): num.partitions = 1.
+    assert_eq!(r["topics"]["kp-adm-2"]["error_code"], json!(0), "{r}");
+    assert_eq!(r["topics"]["kp-adm-2"]["num_partitions"], json!(1), "{r}");
+    let bad = &r["topics"]["kp-adm-bad"];
+    assert_eq!(bad["error_code"], json!(40), "INVALID_CONFIG: {r}");
+    assert!(
+        bad["error_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("retention.ms")),
+        "{r}"
+    );
+    let r = admin(
+        "create_topics",
+        json!({"topics": [{"name": "kp-adm", "partitions": 1}]}),
+    );
+    assert_eq!(
+        r["topics"]["kp-adm"]["error_code"],
+        json!(36),
+        "TOPIC_ALREADY_EXISTS: {r}"
+    );
+    let r = admin(
+        "create_topics",
+        json!({"topics": [{"name": "kp-validate", "partitions": 2}], "validate_only": true}),
+    );
+    assert_eq!(r["topics"]["kp-validate"]["error_code"], json!(0), "{r}");
+
+    // Metadata (kafka-python's and the rdkafka crate's) agrees.
+    let listed = admin("list_topics", json!({}))["topics"].clone();
+    assert_eq!(
+        listed["kp-adm"],
+        json!({"partitions": 3, "topic_id": id}),
+        "{listed}"
+    );
+    assert_eq!(listed["kp-adm-2"]["partitions"], json!(1), "{listed}");
+    assert_eq!(
+        listed["kp-validate"],
+        Value::Null,
+        "validate_only created it: {listed}"
+    );
+    assert_eq!(listed["kp-adm-bad"], Value::Null, "{listed}");
+    assert_eq!(rd_partition_count(&bs, "kp-adm"), Some(3));
+    assert_eq!(
+        rd_produce(&bs, "kp-adm", &one(2), &[])[0].result,
+        Ok((2, 0))
+    );
+
+    // Delete one by name and one by topic id (DeleteTopics v6).
+    let r = admin(
+        "delete_topics",
+        json!({"topics": ["kp-adm-2"], "topic_ids": [id]}),
+    );
+    let mut results = r["topics"].as_array().cloned().unwrap_or_default();
+    results.sort_by_key(|t| t["error_code"].as_i64());
+    assert_eq!(results.len(), 2, "{r}");
+    for t in &results {
+        assert_eq!(t["error_code"], json!(0), "{r}");
+    }
+    let listed = admin("list_topics", json!({}))["topics"].clone();
+    assert_eq!(listed["kp-adm"], Value::Null, "{listed}");
+    assert_eq!(listed["kp-adm-2"], Value::Null, "{listed}");
+    assert_eq!(rd_partition_count(&bs, "kp-adm"), None);
+    let r = admin("delete_topics", json!({"topics": ["kp-adm"]}));
+    assert_eq!(
+        r["topics"][0]["error_code"],
+        json!(3),
+        "UNKNOWN_TOPIC_OR_PARTITION: {r}"
+    );
+    let r = admin("delete_topics", json!({"topic_ids": [id]}));
+    assert_eq!(
+        r["topics"][0]["error_code"],
+        json!(100),
+        "UNKNOWN_TOPIC_ID: {r}"
+    );
+}
+
+/// Runs an rdkafka admin future to completion on this thread (the AdminClient's own polling
+/// thread resolves it), for at most 30 s.
+fn block_on<F: Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rdkafka admin call took over 30 s"
+        );
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn topics_create_delete_rdkafka_crate_admin() {
+    let b = Broker::start();
+    let bs = b.bootstrap();
+    let admin: AdminClient<DefaultClientContext> = crate::common::rd_config(&bs, &[])
+        .create()
+        .expect("rdkafka admin client");
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let good =
+        NewTopic::new("rd-adm", 4, TopicReplication::Fixed(1)).set("retention.ms", "3600000");
+    let bad =
+        NewTopic::new("rd-adm-bad", 1, TopicReplication::Fixed(1)).set("retention.ms", "soon");
+    let r = block_on(admin.create_topics([&good, &bad], &opts)).expect("create_topics");
+    assert_eq!(
+        r,
+        vec![
+            Ok("rd-adm".to_owned()),
+            Err(("rd-adm-bad".to_owned(), RDKafkaErrorCode::InvalidConfig)),
+        ]
+    );
+    let r = block_on(admin.create_topics([&good], &opts)).expect("create_topics");
+    assert_eq!(
+        r,
+        vec![Err((
+            "rd-adm".to_owned(),
+            RDKafkaErrorCode::TopicAlreadyExists
+        ))]
+    );
+    let validate = NewTopic::new("rd-validate", 2, TopicReplication::Fixed(1));
+    let validate_only = AdminOptions::new()
+        .operation_timeout(Some(Duration::from_secs(10)))
+        .validate_only(true);
+    let r = block_on(admin.create_topics([&validate], &validate_only))
+        .expect("create_topics validate_only");
+    assert_eq!(r, vec![Ok("rd-validate".to_owned())]);
+    let too_many = NewTopic::new("rd-rf3", 1, TopicReplication::Fixed(3));
+    let r = block_on(admin.create_topics([&too_many], &opts)).expect("create_topics");
+    assert_eq!(
+        r,
+        vec![Err((
+            "rd-rf3".to_owned(),
+            RDKafkaErrorCode::InvalidReplicationFactor
+        ))]
+    );
+
+    assert_eq!(rd_partition_count(&bs, "rd-adm"), Some(4));
+    assert_eq!(rd_partition_count(&bs, "rd-adm-bad"), None);
+    assert_eq!(rd_partition_count(&bs, "rd-validate"), None);
+    assert_eq!(rd_partition_count(&bs, "rd-rf3"), None);
+    assert_eq!(
+        rd_produce(&bs, "rd-adm", &one(3), &[])[0].result,
+        Ok((3, 0))
+    );
+
+    let r = block_on(admin.delete_topics(&["rd-adm", "rd-nope"], &opts)).expect("delete_topics");
+    assert_eq!(
+        r,
+        vec![
+            Ok("rd-adm".to_owned()),
+            Err((
+                "rd-nope".to_owned(),
+                RDKafkaErrorCode::UnknownTopicOrPartition
+            )),
+        ]
+    );
+    assert_eq!(rd_partition_count(&bs, "rd-adm"), None);
 }
