@@ -353,6 +353,35 @@ pub fn rd_watermarks(bootstrap: &str, topic: &str, partition: i32) -> (i64, i64)
         .expect("fetch_watermarks")
 }
 
+/// The rdkafka crate's `offsets_for_times` (ListOffsets by timestamp) for each of
+/// `timestamps` on `topic`/`partition`, one query each: `Offset::Offset(o)`, or `Offset::End`
+/// where no record is at or after the time.
+pub fn rd_offsets_for_times(
+    bootstrap: &str,
+    topic: &str,
+    partition: i32,
+    timestamps: &[i64],
+) -> Vec<Offset> {
+    let c = consumer(bootstrap, &[]);
+    timestamps
+        .iter()
+        .map(|ts| {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(topic, partition, Offset::Offset(*ts))
+                .expect("partition offset");
+            let r = c
+                .offsets_for_times(tpl, Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("offsets_for_times({ts}): {e}"));
+            let elems = r.elements();
+            assert_eq!(elems.len(), 1, "offsets_for_times({ts}): {r:?}");
+            if let Err(e) = elems[0].error() {
+                panic!("offsets_for_times({ts}): partition error {e}");
+            }
+            elems[0].offset()
+        })
+        .collect()
+}
+
 /// Partition count of `topic` from a Metadata request for all topics (no auto-create), or
 /// `None` if the topic is not listed.
 pub fn rd_partition_count(bootstrap: &str, topic: &str) -> Option<usize> {

@@ -104,3 +104,24 @@ pub fn read(b: &Broker, topic: &str, partition: i32, offset: &str) -> Vec<Got> {
         })
         .collect()
 }
+
+/// `kcat -Q -t topic:partition:timestamp`: the offset kcat prints for the first record at or
+/// after `timestamp` (-1 when there is none).
+pub fn query_offset(b: &Broker, topic: &str, partition: i32, timestamp: i64) -> i64 {
+    let bootstrap = b.bootstrap();
+    let spec = format!("{topic}:{partition}:{timestamp}");
+    let out = kcat(&["-Q", "-b", &bootstrap, "-t", &spec], b"");
+    out.assert_success("kcat -Q");
+    // "<topic> [<partition>] offset <offset>"
+    let prefix = format!("{topic} [{partition}] offset ");
+    out.stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&prefix))
+        .and_then(|o| o.trim().parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "kcat -Q {spec} printed no offset: {}{}",
+                out.stdout, out.stderr
+            )
+        })
+}

@@ -12,7 +12,7 @@
 use rdkafka::Offset;
 use rdkafka::error::RDKafkaErrorCode;
 use serde_json::json;
-use skiff_compat::{Broker, Python, python, read_batches};
+use skiff_compat::{Broker, Python, kcat, python, read_batches};
 
 use crate::common::{Out, create_topic, rd_produce, rd_read, rd_read_with, rec};
 
@@ -117,6 +117,32 @@ fn max_message_bytes_accepts_the_limit_and_rejects_one_byte_more() {
     // from send() instead, which would fail the script).
     assert_eq!(r["reports"][1]["errno"], json!(10), "kafka-python: {r}");
     next += 1;
+    // kcat (librdkafka 2.0.2), one run per record: at the limit it exits 0; one byte over, the
+    // broker's MESSAGE_TOO_LARGE comes back as a failed delivery (stderr, non-zero exit).
+    let bootstrap = b.bootstrap();
+    let kcat_one = |len: usize| {
+        kcat(
+            &[
+                "-P",
+                "-b",
+                &bootstrap,
+                "-t",
+                "limited",
+                "-p",
+                "0",
+                "-X",
+                "message.max.bytes=10000000",
+            ],
+            format!("{}\n", "x".repeat(len)).as_bytes(),
+        )
+    };
+    kcat_one(limit - OVERHEAD).assert_success("kcat -P at max.message.bytes");
+    next += 1;
+    let over = kcat_one(limit - OVERHEAD + 1);
+    assert!(
+        !over.status.success() && over.stderr.contains("Message size too large"),
+        "kcat -P one byte over max.message.bytes: {over:?}"
+    );
 
     // What was accepted reads back whole.
     let got = rd_read(&b.bootstrap(), "limited", 0, Offset::Beginning);

@@ -5,7 +5,9 @@ use rdkafka::Offset;
 use serde_json::{Value, json};
 use skiff_compat::{Broker, Python, node, python, read_batches};
 
-use crate::common::{Got, Out, create_topic, now_ms, parse_messages, rd_produce, rd_read, rec};
+use crate::common::{
+    Got, Out, create_topic, now_ms, parse_messages, rd_offsets_for_times, rd_produce, rd_read, rec,
+};
 use crate::kcat;
 
 #[test]
@@ -41,6 +43,21 @@ fn offsets_for_times_finds_the_first_offset_at_or_after_a_time() {
         (base + 2000, Some(1)),
         (base + 2001, None),
     ];
+    // The rdkafka crate: Offset::End (-1) past every timestamp.
+    let ts: Vec<i64> = cases.iter().map(|(t, _)| *t).collect();
+    let got = rd_offsets_for_times(&b.bootstrap(), "times", 0, &ts);
+    for ((t, want), got) in cases.iter().zip(&got) {
+        let want = want.map_or(Offset::End, Offset::Offset);
+        assert_eq!(*got, want, "rdkafka crate offsets_for_times({t})");
+    }
+    // kcat -Q -t topic:partition:timestamp (librdkafka 2.0.2): "offset -1" past every timestamp.
+    for (t, want) in &cases {
+        assert_eq!(
+            kcat::query_offset(&b, "times", 0, *t),
+            want.unwrap_or(-1),
+            "kcat -Q at {t}"
+        );
+    }
     let queries: Vec<Value> = cases.iter().map(|(t, _)| json!([0, t])).collect();
     let params = json!({"bootstrap": b.bootstrap(), "topic": "times", "queries": queries});
     for py in [Python::PyPi, Python::Debian] {
@@ -71,7 +88,6 @@ fn offsets_for_times_finds_the_first_offset_at_or_after_a_time() {
             None => assert_eq!(got["offset"], Value::Null, "kafka-python query {t}: {got}"),
         }
     }
-    let ts: Vec<i64> = cases.iter().map(|(t, _)| *t).collect();
     let r = node(
         "kafkajs.js",
         "offsets_for_times",

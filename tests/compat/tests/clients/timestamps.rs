@@ -109,13 +109,14 @@ fn timestamps_create_time_topic_keeps_the_producers_time() {
             "rdkafka delivery report"
         );
     }
-    for (i, r) in ck_produce_timed(Python::PyPi, &b, "ct-ck", &ts, json!({}))
-        .iter()
-        .enumerate()
-    {
-        assert_eq!(r["error"], Value::Null, "{r}");
-        assert_eq!(r["timestamp_type"], json!("CreateTime"), "{r}");
-        assert_eq!(r["timestamp"], json!(ts[i]), "{r}");
+    for (py, topic) in [(Python::PyPi, "ct-ck"), (Python::Debian, "ct-ck-debian")] {
+        let reports = ck_produce_timed(py, &b, topic, &ts, json!({}));
+        assert_eq!(reports.len(), ts.len(), "{py:?}");
+        for (i, r) in reports.iter().enumerate() {
+            assert_eq!(r["error"], Value::Null, "{py:?}: {r}");
+            assert_eq!(r["timestamp_type"], json!("CreateTime"), "{py:?}: {r}");
+            assert_eq!(r["timestamp"], json!(ts[i]), "{py:?}: {r}");
+        }
     }
     for (i, r) in kp_produce_timed(&b, "ct-kp", &ts, json!({}))
         .iter()
@@ -129,7 +130,7 @@ fn timestamps_create_time_topic_keeps_the_producers_time() {
         );
     }
     let want: Vec<(String, i64)> = ts.iter().map(|t| ("CreateTime".to_owned(), *t)).collect();
-    for topic in ["ct-rdkafka", "ct-ck", "ct-kp"] {
+    for topic in ["ct-rdkafka", "ct-ck", "ct-ck-debian", "ct-kp"] {
         assert_eq!(seen_by_all_readers(&b, topic), want, "{topic}");
         for batch in read_batches(&b.partition_dir(topic, 0)) {
             assert!(!batch.log_append_time(), "{topic}: {batch:?}");

@@ -20,6 +20,15 @@ fn one(partition: i32) -> Vec<Out> {
     vec![Out::new(rec(Some("k"), Some("v"), &[]), partition)]
 }
 
+const AUTO_TOPICS: [&str; 6] = [
+    "auto-rd",
+    "auto-kcat",
+    "auto-kp",
+    "auto-ck",
+    "auto-ck-debian",
+    "auto-js",
+];
+
 #[test]
 fn topics_auto_created_on_metadata_with_num_partitions() {
     let b = Broker::start_with(&[("num.partitions", "3")]);
@@ -39,6 +48,21 @@ fn topics_auto_created_on_metadata_with_num_partitions() {
         &json!({"bootstrap": b.bootstrap(), "topic": "auto-kp"}),
     );
     assert_eq!(r["partitions"], json!([0, 1, 2]), "{r}");
+    // confluent-kafka producers (PyPI and Debian): librdkafka's producer metadata request
+    // creates the topic.
+    for (py, topic) in [
+        (Python::PyPi, "auto-ck"),
+        (Python::Debian, "auto-ck-debian"),
+    ] {
+        let r = python(
+            py,
+            "ck.py",
+            "produce",
+            &json!({"bootstrap": b.bootstrap(), "topic": topic, "messages": [{"key": "k", "value": "v", "partition": 2}]}),
+        );
+        assert_eq!(r["reports"][0]["error"], Value::Null, "{py:?}: {r}");
+        assert_eq!(r["reports"][0]["offset"], json!(0), "{py:?}: {r}");
+    }
     // kafkajs producer (allowAutoTopicCreation defaults to true).
     let r = node(
         "kafkajs.js",
@@ -46,7 +70,7 @@ fn topics_auto_created_on_metadata_with_num_partitions() {
         &json!({"bootstrap": b.bootstrap(), "topic": "auto-js", "messages": [{"key": "k", "value": "v", "partition": 1}]}),
     );
     assert_eq!(r["reports"][0]["error"], Value::Null, "{r}");
-    for topic in ["auto-rd", "auto-kcat", "auto-kp", "auto-js"] {
+    for topic in AUTO_TOPICS {
         assert_eq!(
             rd_partition_count(&b.bootstrap(), topic),
             Some(3),
@@ -59,7 +83,7 @@ fn topics_auto_created_on_metadata_with_num_partitions() {
         "list_topics",
         &json!({"bootstrap": b.bootstrap()}),
     );
-    for topic in ["auto-rd", "auto-kcat", "auto-kp", "auto-js"] {
+    for topic in AUTO_TOPICS {
         assert_eq!(r["topics"][topic], json!(3), "{topic} in {r}");
     }
 }
