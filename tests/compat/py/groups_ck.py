@@ -12,7 +12,9 @@ Commands (ONE JSON line out, see _common.py):
   whose rebalance events are reported (there must be none);
 - admin: ListGroups / DescribeGroups / committed offsets / lag / DeleteGroups via AdminClient
   while a member of another group consumes;
-- committed: the group's committed offsets.
+- committed: the group's committed offsets;
+- kip848_admin: AdminClient describe_consumer_groups of a KIP-848 group (type, members,
+  assignments) and a classic one, and list_consumer_groups filtered by state and by type.
 
 Usage: groups_ck.py COMMAND JSON.
 """
@@ -21,6 +23,7 @@ import threading
 import time
 
 import confluent_kafka as ck
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from _common import main, progress
@@ -259,6 +262,101 @@ def admin(p):
     return out
 
 
+def enum_name(v):
+    return str(v).split(".")[-1]
+
+
+def kip848_admin(p):
+    """A KIP-848 member of p.group (group.protocol=consumer, p.assignor) owns p.topic; p.idle is
+    an Empty classic group (a classic member committed and left). The AdminClient describes
+    both (ConsumerGroupDescribe for the consumer group) and lists groups by state and type."""
+    idle = ck.Consumer(ADAPTER.conf(dict(p, group=p["idle"]), {"client.id": "idle-member"}))
+    idle.subscribe([p["topic"]])
+    deadline = time.time() + groups_common.WAIT_S
+    while len(idle.assignment()) < p["partitions"] and time.time() < deadline:
+        idle.poll(0.1)
+    idle.commit(
+        offsets=[ck.TopicPartition(p["topic"], i, 0) for i in range(p["partitions"])],
+        asynchronous=False,
+    )
+    idle.close()
+
+    conf = ADAPTER.conf(
+        p,
+        {
+            "client.id": "kip848-member",
+            "group.protocol": "consumer",
+            "group.remote.assignor": p["assignor"],
+        },
+    )
+    member = ck.Consumer(conf)
+    member.subscribe([p["topic"]])
+    deadline = time.time() + groups_common.WAIT_S
+    while len(member.assignment()) < p["partitions"] and time.time() < deadline:
+        member.poll(0.1)
+    # Read before the polling thread starts: assignment() blocks while another thread polls.
+    out = {"assigned": sorted(tp.partition for tp in member.assignment())}
+    stop = threading.Event()
+
+    def keep_polling():
+        while not stop.is_set():
+            member.poll(0.1)
+
+    t = threading.Thread(target=keep_polling, daemon=True)
+    t.start()
+    a = AdminClient({"bootstrap.servers": p["bootstrap"]})
+    try:
+        out["described"] = {}
+        for gid, f in a.describe_consumer_groups([p["group"], p["idle"]], request_timeout=15).items():
+            try:
+                d = f.result()
+            except Exception as e:
+                out["described"][gid] = {"error": str(e)}
+                continue
+            out["described"][gid] = {
+                "type": enum_name(d.type),
+                "state": enum_name(d.state),
+                "partition_assignor": d.partition_assignor,
+                "members": [
+                    {
+                        "client_id": m.client_id,
+                        "host": m.host,
+                        "member_id_set": bool(m.member_id),
+                        "assignment": sorted(
+                            [tp.topic, tp.partition] for tp in m.assignment.topic_partitions
+                        ),
+                        "target_assignment": None
+                        if m.target_assignment is None
+                        else sorted(
+                            [tp.topic, tp.partition]
+                            for tp in m.target_assignment.topic_partitions
+                        ),
+                    }
+                    for m in d.members
+                ],
+            }
+
+        def listed(**kwargs):
+            r = a.list_consumer_groups(request_timeout=15, **kwargs).result()
+            return {
+                "groups": sorted(
+                    [g.group_id, enum_name(g.state), enum_name(g.type)] for g in r.valid
+                ),
+                "errors": [str(e) for e in r.errors],
+            }
+
+        out["all"] = listed()
+        out["stable"] = listed(states={ConsumerGroupState.STABLE})
+        out["empty"] = listed(states={ConsumerGroupState.EMPTY})
+        out["consumer_type"] = listed(types={ConsumerGroupType.CONSUMER})
+        out["classic_type"] = listed(types={ConsumerGroupType.CLASSIC})
+    finally:
+        stop.set()
+        t.join(10)
+        member.close()
+    return out
+
+
 if __name__ == "__main__":
     main(
         {
@@ -271,5 +369,6 @@ if __name__ == "__main__":
             "committed": committed,
             "static": static,
             "admin": admin,
+            "kip848_admin": kip848_admin,
         }
     )

@@ -81,8 +81,26 @@ def wait_for(what, cond, errors):
     return None
 
 
+def settled(members, partitions, settle_s):
+    """A condition for wait_for: the members' shares once balanced() has returned the same
+    shares for settle_s seconds (0: at once). KIP-848 members reconcile towards the target over
+    several heartbeats, so a balanced snapshot may still be on its way there."""
+    state = {"shares": None, "since": 0.0}
+
+    def cond():
+        shares = balanced(members, partitions)
+        if shares is None or shares != state["shares"]:
+            state["shares"], state["since"] = shares, time.time()
+            return shares if shares is not None and settle_s <= 0 else None
+        return shares if time.time() - state["since"] >= settle_s else None
+
+    return cond
+
+
 def members_scenario(adapter, p):
+    """p.settle_ms (optional): how long each snapshot's shares must stay unchanged."""
     parts = p["partitions"]
+    settle_s = p.get("settle_ms", 0) / 1000.0
     per_phase = p["per_phase"]
     consumed = []
     lock = threading.Lock()
@@ -107,7 +125,7 @@ def members_scenario(adapter, p):
 
     produce_phase(0)
     members = [start("m0"), start("m1"), start("m2")]
-    snapshots["three"] = wait_for("three members to share", lambda: balanced(members, parts), errors)
+    snapshots["three"] = wait_for("three members to share", settled(members, parts, settle_s), errors)
     progress({"phase": "three", "shares": snapshots["three"]})
     wait_for("phase 0 consumed", all_consumed, errors)
 
@@ -117,13 +135,15 @@ def members_scenario(adapter, p):
     leaving.join(WAIT_S)
     snapshots["two"] = wait_for("two members to take over", lambda: balanced(members, parts), errors)
     moved_ms = int((time.time() - t0) * 1000)
+    if settle_s > 0:
+        snapshots["two"] = wait_for("two members to settle", settled(members, parts, settle_s), errors)
     progress({"phase": "two", "shares": snapshots["two"], "moved_ms": moved_ms})
     produce_phase(1)
     wait_for("phase 1 consumed", all_consumed, errors)
 
     members.append(start("m3"))
     snapshots["rejoined"] = wait_for(
-        "the new member to get a share", lambda: balanced(members, parts), errors
+        "the new member to get a share", settled(members, parts, settle_s), errors
     )
     progress({"phase": "rejoined", "shares": snapshots["rejoined"]})
     produce_phase(2)

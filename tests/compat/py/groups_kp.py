@@ -2,6 +2,8 @@
 - members: the three-member scenario of groups_common.members_scenario;
 - consume: one member consumes and commits until p.count records (consume_until);
 - zombie: a member commits as a generation that a rebalance has since replaced (see zombie());
+- offset_delete: KafkaAdminClient.delete_group_offsets (OffsetDelete) on an empty group, on a
+  group whose live member is subscribed to the topic, and on an unknown group.
 
 Usage: groups_kp.py COMMAND JSON.
 """
@@ -147,5 +149,85 @@ def zombie(p):
     }
 
 
+def wait_assigned(consumers, partitions):
+    """Polls until the consumers' assignments cover every partition (each has one)."""
+    deadline = time.time() + groups_common.WAIT_S
+    while time.time() < deadline:
+        for c in consumers:
+            c.poll(timeout_ms=50)
+        owned = sorted(tp.partition for c in consumers for tp in c.assignment())
+        if owned == list(range(partitions)) and all(c.assignment() for c in consumers):
+            return True
+    return False
+
+
+def committed_of(p, group, topic):
+    """{partition: committed offset or -1} of `group`, read by a consumer that never joins."""
+    c = KafkaConsumer(bootstrap_servers=p["bootstrap"], group_id=group, enable_auto_commit=False)
+    out = {}
+    for i in range(p["partitions"]):
+        v = c.committed(TopicPartition(topic, i))
+        out[str(i)] = -1 if v is None else v
+    c.close()
+    return out
+
+
+def error_names(results):
+    """{"topic/partition": error name} of a delete_group_offsets result."""
+    return {"%s/%d" % (tp.topic, tp.partition): err.__name__ for tp, err in sorted(results.items())}
+
+
+def offset_delete(p):
+    """OffsetDelete (API 47) through KafkaAdminClient.delete_group_offsets:
+    - p.group_empty commits p.topic's partitions and leaves (an Empty group); deleting
+      partition 0 succeeds and its committed offset becomes -1, the others stay;
+    - p.group_busy has a live member subscribed to p.topic that committed: deleting p.topic's
+      partition 0 fails GROUP_SUBSCRIBED_TO_TOPIC (the offset stays) while p.other's partition 0
+      (a topic it is not subscribed to) succeeds;
+    - an unknown group raises GROUP_ID_NOT_FOUND."""
+    topic, parts = p["topic"], p["partitions"]
+    tps = [TopicPartition(topic, i) for i in range(parts)]
+    out = {}
+    c = KafkaConsumer(**ADAPTER.conf(dict(p, group=p["group_empty"]), {"client_id": "empty"}))
+    c.subscribe([topic])
+    out["empty_assigned"] = wait_assigned([c], parts)
+    c.commit({tp: offset_and_metadata(1, "empty") for tp in tps})
+    c.close()
+    out["empty_before"] = committed_of(p, p["group_empty"], topic)
+    admin = KafkaAdminClient(bootstrap_servers=p["bootstrap"])
+    out["empty_result"] = error_names(admin.delete_group_offsets(p["group_empty"], [tps[0]]))
+    out["empty_after"] = committed_of(p, p["group_empty"], topic)
+
+    busy = KafkaConsumer(**ADAPTER.conf(dict(p, group=p["group_busy"]), {"client_id": "busy"}))
+    busy.subscribe([topic])
+    out["busy_assigned"] = wait_assigned([busy], parts)
+    busy.commit({tp: offset_and_metadata(1, "busy") for tp in tps})
+    # The member stays live through its heartbeat loop while the admin client works.
+    try:
+        out["busy_result"] = error_names(
+            admin.delete_group_offsets(
+                p["group_busy"], [tps[0], TopicPartition(p["other"], 0)]
+            )
+        )
+        out["busy_after"] = committed_of(p, p["group_busy"], topic)
+    finally:
+        busy.close()
+
+    try:
+        admin.delete_group_offsets(p["group_unknown"], [tps[0]])
+        out["unknown_error"] = None
+    except Exception as e:
+        out["unknown_error"] = type(e).__name__
+    admin.close()
+    return out
+
+
 if __name__ == "__main__":
-    main({"members": members, "consume": consume, "zombie": zombie})
+    main(
+        {
+            "members": members,
+            "consume": consume,
+            "zombie": zombie,
+            "offset_delete": offset_delete,
+        }
+    )

@@ -1,7 +1,9 @@
 //! Group administration through confluent-kafka's AdminClient while a member of another group
 //! is consuming: ListGroups (states), DescribeGroups (members, assignments, assignor),
 //! committed offsets and lag (end offsets - committed), DeleteGroups (NON_EMPTY_GROUP while
-//! members exist, GROUP_ID_NOT_FOUND for unknown groups).
+//! members exist, GROUP_ID_NOT_FOUND for unknown groups). A KIP-848 group described through
+//! ConsumerGroupDescribe (type, assignor, members with current and target assignments) next to
+//! an Empty classic group, and ListGroups filtered by state and by type.
 
 use serde_json::{Value, json};
 use skiff_compat::Python;
@@ -68,4 +70,51 @@ fn list_describe_lag_and_delete_groups_through_admin_client() {
         json!([["busy", "STABLE"]]),
         "half was deleted"
     );
+}
+
+#[test]
+fn admin_client_describes_a_kip848_group_and_filters_listings_by_state_and_type() {
+    let b = group_broker();
+    create_topic(&b, "cg", 3);
+    let r = ck(
+        Python::PyPi,
+        "kip848_admin",
+        &json!({
+            "bootstrap": b.bootstrap(), "topic": "cg", "partitions": 3, "group": "kip848",
+            "idle": "idle", "assignor": "range",
+        }),
+    );
+    assert_eq!(r["assigned"], json!([0, 1, 2]), "{r}");
+    let d = &r["described"]["kip848"];
+    assert_eq!(
+        (&d["type"], &d["state"], &d["partition_assignor"]),
+        (&json!("CONSUMER"), &json!("STABLE"), &json!("range")),
+        "{r}"
+    );
+    let owned = json!([["cg", 0], ["cg", 1], ["cg", 2]]);
+    assert_eq!(
+        d["members"],
+        json!([{
+            "client_id": "kip848-member", "host": "/127.0.0.1", "member_id_set": true,
+            "assignment": owned, "target_assignment": owned,
+        }]),
+        "{r}"
+    );
+    let idle = &r["described"]["idle"];
+    assert_eq!(
+        (&idle["type"], &idle["state"], &idle["members"]),
+        (&json!("CLASSIC"), &json!("EMPTY"), &json!([])),
+        "{r}"
+    );
+    let listed = |key: &str, groups: Value| {
+        assert_eq!(r[key]["errors"], json!([]), "{key}: {r}");
+        assert_eq!(r[key]["groups"], groups, "{key}: {r}");
+    };
+    let kip848 = json!(["kip848", "STABLE", "CONSUMER"]);
+    let empty = json!(["idle", "EMPTY", "CLASSIC"]);
+    listed("all", json!([empty, kip848]));
+    listed("stable", json!([kip848]));
+    listed("empty", json!([empty]));
+    listed("consumer_type", json!([kip848]));
+    listed("classic_type", json!([empty]));
 }

@@ -6,13 +6,15 @@
 //! The client side lives in `tests/compat/py/groups_*.py` and
 //! `tests/compat/js/groups_kafkajs.js` (one JSON result line per command, see the harness);
 //! these tests judge the results. Modules by subject:
-//! - `members`: three members (confluent-kafka, kafka-python, KIP-848, kafkajs) share a
-//!   6-partition topic, one leaves, one joins, one crashes; every partition has exactly one
-//!   owner, nothing produced is missed, commits reach the end offsets;
+//! - `members`: three members (confluent-kafka, kafka-python, KIP-848 with the default and the
+//!   `range` assignor, kafkajs) share a 6-partition topic, one leaves, one joins, one crashes;
+//!   every partition has exactly one owner, nothing produced is missed, commits reach the end
+//!   offsets;
 //! - `restart`: commit, restart the broker (SIGTERM, SIGKILL), resume from the commits;
 //! - `fencing`: static membership restarts without a rebalance; a zombie of an old generation
 //!   cannot commit;
-//! - `admin`: list / describe / delete groups and lag through AdminClient;
+//! - `admin`: list / describe / delete groups and lag through AdminClient; a KIP-848 group
+//!   through ConsumerGroupDescribe; listings filtered by state and type;
 //! - `kcat`: `kcat -G` (librdkafka 2.0.2) consumes, commits and resumes.
 //!
 //! Session timeouts are short (6 s, heartbeats every 500 ms) so rebalances are quick; every

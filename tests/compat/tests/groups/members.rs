@@ -195,3 +195,41 @@ fn three_kafkajs_consumers_share_rebalance_and_commit() {
         json!({}),
     );
 }
+
+/// Every share of `phase` is one contiguous run of partitions, and the shares' sizes differ by
+/// at most one: the shape of the `range` assignor.
+fn assert_range_shaped(result: &Value, phase: &str) {
+    let all = shares(result, phase);
+    for (member, ps) in &all {
+        let mut ps = ps.clone();
+        ps.sort_unstable();
+        assert!(
+            ps.windows(2).all(|w| w[1] == w[0] + 1),
+            "{phase}: {member} got {ps:?}, not a range: {all:?}"
+        );
+    }
+    let sizes: Vec<usize> = all.values().map(Vec::len).collect();
+    let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+    assert!(max - min <= 1, "{phase}: unbalanced ranges {all:?}");
+}
+
+#[test]
+fn three_kip848_consumers_with_the_range_assignor_get_contiguous_ranges() {
+    let mut seen = None;
+    scenario(
+        |p| {
+            let mut p = p.clone();
+            // Snapshots once the members have reconciled to the target (unchanged for 1.5 s).
+            p["settle_ms"] = json!(1500);
+            let r = ck(Python::PyPi, "members", &p);
+            seen = Some(r.clone());
+            r
+        },
+        "ck-kip848-range",
+        json!({"group.protocol": "consumer", "group.remote.assignor": "range"}),
+    );
+    let result = seen.unwrap();
+    for phase in ["three", "two", "rejoined"] {
+        assert_range_shaped(&result, phase);
+    }
+}

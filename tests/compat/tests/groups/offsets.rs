@@ -1,0 +1,44 @@
+//! Committed offsets through stock admin clients: OffsetDelete (API 47) with kafka-python's
+//! `KafkaAdminClient.delete_group_offsets` on an empty group (the partition's offset goes back
+//! to -1, the others stay), on a group whose live member is subscribed to the topic
+//! (GROUP_SUBSCRIBED_TO_TOPIC, nothing deleted; a topic it is not subscribed to is deleted) and
+//! on an unknown group (GROUP_ID_NOT_FOUND).
+
+use serde_json::json;
+
+use crate::{create_topic, group_broker, kp};
+
+#[test]
+fn kafka_python_deletes_group_offsets_only_when_no_member_is_subscribed() {
+    let b = group_broker();
+    create_topic(&b, "od", 2);
+    create_topic(&b, "od-other", 1);
+    let r = kp(
+        "offset_delete",
+        &json!({
+            "bootstrap": b.bootstrap(), "topic": "od", "other": "od-other", "partitions": 2,
+            "group": "unused", "group_empty": "od-empty", "group_busy": "od-busy",
+            "group_unknown": "od-nobody",
+        }),
+    );
+    assert_eq!(r["empty_assigned"], json!(true), "{r}");
+    assert_eq!(r["empty_before"], json!({"0": 1, "1": 1}), "{r}");
+    assert_eq!(r["empty_result"], json!({"od/0": "NoError"}), "{r}");
+    assert_eq!(
+        r["empty_after"],
+        json!({"0": -1, "1": 1}),
+        "only the deleted partition's offset is gone: {r}"
+    );
+    assert_eq!(r["busy_assigned"], json!(true), "{r}");
+    assert_eq!(
+        r["busy_result"],
+        json!({"od-other/0": "NoError", "od/0": "GroupSubscribedToTopicError"}),
+        "{r}"
+    );
+    assert_eq!(
+        r["busy_after"],
+        json!({"0": 1, "1": 1}),
+        "a subscribed topic's offsets stay: {r}"
+    );
+    assert_eq!(r["unknown_error"], json!("GroupIdNotFoundError"), "{r}");
+}
