@@ -1,7 +1,8 @@
 """confluent-kafka (librdkafka) client commands, for Debian's 1.7.0 (librdkafka 2.0.2) and
 PyPI's 2.x alike: produce, consume (assign() with explicit or logical offsets, no group
-coordination, no auto-commit), watermarks, offsets_for_times, admin create/delete/list, and a
-continuous producer for the restart tests.
+coordination, no auto-commit), watermarks, offsets_for_times, admin create/delete/list, a
+continuous producer for the restart tests, and version (which librdkafka this interpreter's
+confluent-kafka runs on).
 
 Usage: ck.py COMMAND JSON; prints one JSON line (see _common.py).
 """
@@ -59,8 +60,13 @@ def delivery_report(err, msg):
 
 def produce(p):
     """Produces p.messages ({key, value | value_len, headers: [[k, v]], partition, timestamp})
-    in order and returns one delivery report per message, in message order."""
+    in order and returns one delivery report per message, in message order. With p.warmup the
+    producer first fetches the topic's metadata, so its broker connection is up before the
+    first message (librdkafka 2.0.2 otherwise may send the first message alone, ahead of
+    linger.ms, while the connection comes up)."""
     prod = ck.Producer(base_conf(p))
+    if p.get("warmup"):
+        prod.list_topics(p["topic"], timeout=10)
     msgs = p["messages"]
     reports = [None] * len(msgs)
 
@@ -276,6 +282,12 @@ def produce_continuously(p):
     return {"sent": sent, "acks": acks, "failures": failures, "unflushed": unflushed}
 
 
+def version(p):
+    """{"libversion": librdkafka's version string, "version": confluent-kafka's}."""
+    v = ck.version()
+    return {"libversion": ck.libversion()[0], "version": v[0] if isinstance(v, tuple) else v}
+
+
 main(
     {
         "produce": produce,
@@ -287,5 +299,6 @@ main(
         "admin_delete": admin_delete,
         "list_topics": list_topics,
         "produce_continuously": produce_continuously,
+        "version": version,
     }
 )

@@ -44,20 +44,25 @@ pub struct Broker {
     _turn: MutexGuard<'static, ()>,
 }
 
-/// The broker binary: `SKIFF_BIN`, else `<target dir>/debug/skiff`.
-pub fn skiff_binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("SKIFF_BIN") {
-        return PathBuf::from(bin);
-    }
+/// The cargo target directory: `CARGO_TARGET_DIR` (relative to the workspace root), else
+/// `<root>/target`.
+pub fn target_dir() -> PathBuf {
     let root = crate::clients::repo_root();
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+    match std::env::var_os("CARGO_TARGET_DIR") {
         Some(t) => {
             let t = PathBuf::from(t);
             if t.is_absolute() { t } else { root.join(t) }
         }
         None => root.join("target"),
-    };
-    let bin = target.join("debug").join("skiff");
+    }
+}
+
+/// The broker binary: `SKIFF_BIN`, else `<target dir>/debug/skiff`.
+pub fn skiff_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("SKIFF_BIN") {
+        return PathBuf::from(bin);
+    }
+    let bin = target_dir().join("debug").join("skiff");
     assert!(
         bin.is_file(),
         "broker binary {} not found: run `cargo build --workspace` first (or set SKIFF_BIN)",

@@ -9,6 +9,11 @@
 //! packages (librdkafka 2.0.2, run with `/usr/bin/python3`); confluent-kafka, kafka-python and
 //! their codec libraries are pinned in `compat/requirements.txt` and live in `<repo>/.venv`;
 //! kafkajs is pinned in `compat/package-lock.json` and lives in `<repo>/compat/node_modules`.
+//!
+//! Every client runs without the cargo build directories on `LD_LIBRARY_PATH`
+//! ([`client_library_path`]): `cargo test`/`nextest` put the build-script output of `rdkafka-sys`
+//! there, whose `librdkafka.so.1` (2.12) would otherwise replace Debian's 2.0.2 in kcat and in
+//! `/usr/bin/python3`'s confluent-kafka, silently testing another client than the one named.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -40,11 +45,35 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `LD_LIBRARY_PATH` for a client process: the test process's entries minus those inside the
+/// cargo target directory (where `rdkafka-sys` builds its own librdkafka); `None` when nothing
+/// is left, so the variable is removed.
+pub fn client_library_path() -> Option<std::ffi::OsString> {
+    let current = std::env::var_os("LD_LIBRARY_PATH")?;
+    let target = crate::broker::target_dir();
+    let kept: Vec<PathBuf> = std::env::split_paths(&current)
+        .filter(|p| !p.starts_with(&target) && !p.as_os_str().is_empty())
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    std::env::join_paths(kept).ok()
+}
+
+/// Applies [`client_library_path`] to a client command.
+fn isolate(cmd: &mut Command) {
+    match client_library_path() {
+        Some(p) => cmd.env("LD_LIBRARY_PATH", p),
+        None => cmd.env_remove("LD_LIBRARY_PATH"),
+    };
+}
+
 /// Runs `kcat ARGS` with `stdin`; panics if kcat is missing or does not finish in time.
 /// The exit status is the caller's to check.
 pub fn kcat(args: &[&str], stdin: &[u8]) -> Output {
     let mut cmd = Command::new("kcat");
     cmd.args(args);
+    isolate(&mut cmd);
     run(&mut cmd, stdin, CLIENT_DEADLINE, "kcat", INSTALL)
 }
 
@@ -80,6 +109,7 @@ fn python_command(py: Python, script: &str, command: &str, params: &Value) -> Co
         .arg(params.to_string())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1");
+    isolate(&mut cmd);
     cmd
 }
 
@@ -142,6 +172,7 @@ pub fn node(script: &str, command: &str, params: &Value) -> Value {
         .arg(params.to_string())
         .env("NODE_PATH", &modules)
         .env("KAFKAJS_NO_PARTITIONER_WARNING", "1");
+    isolate(&mut cmd);
     let what = format!("node {script} {command}");
     let out = run(&mut cmd, b"", CLIENT_DEADLINE, &what, INSTALL);
     parse_result(&out, &what)

@@ -12,7 +12,8 @@
 //! - `topics`: auto-create, admin create/delete;
 //! - `acks`: acks=1 and acks=0 producers, read back;
 //! - `idempotent`: kafka-python's default idempotent producer;
-//! - `restart`: SIGTERM/SIGKILL restarts in the middle of production.
+//! - `restart`: SIGTERM/SIGKILL restarts in the middle of production;
+//! - `pins`: the Debian clients really run librdkafka 2.0.2.
 //!
 //! `common` holds the record model and the in-process rdkafka producer/reader, `kcat` the kcat
 //! command lines.
@@ -25,6 +26,7 @@ mod idempotent;
 mod kcat;
 mod limits;
 mod offsets;
+mod pins;
 mod restart;
 mod roundtrip;
 mod timestamps;
