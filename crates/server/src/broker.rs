@@ -57,6 +57,8 @@ pub struct Broker {
     /// delivery delay (issue 8): next DSO move per partition.
     pub delivery: crate::delivery::DeliveryTimer,
     pub fetch_sessions: Mutex<FetchSessionCache>,
+    /// Counters of the fetch-session and sendfile paths (`GET /api/v1/stats`).
+    pub stats: crate::stats::ServerStats,
     /// The group coordinator (consumer groups, committed offsets).
     pub groups: GroupCoordinator,
     // compaction (issue 7): per-log cleaner state, written by the cleaner threads.
@@ -133,6 +135,7 @@ impl Broker {
         let groups = GroupCoordinator::new(settings.groups.clone(), &metadata.image());
         Ok(Arc::new(Broker {
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
+            stats: crate::stats::ServerStats::default(),
             groups,
             settings,
             topic_configs,

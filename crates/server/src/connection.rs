@@ -9,7 +9,7 @@
 //!   UNSUPPORTED_VERSION and our ranges (B7). The handler's reply goes into a bounded queue.
 //! - the *writer* task takes replies in queue order, awaits the deferred ones (fsync, fetch
 //!   long-poll), encodes each into a [`ChunkedWriter`] and writes it: bytes with `write_all`,
-//!   segment regions with `sendfile`.
+//!   segment regions with `sendfile` (both counted in [`crate::stats::ServerStats`]).
 //!
 //! Back-pressure (B21): the queue holds at most `in_flight_requests_max` replies, and the reader
 //! stops reading while the bytes held by queued requests and responses exceed
@@ -36,6 +36,7 @@ use tokio::time::Instant;
 use crate::broker::Broker;
 use crate::handlers::{self, LaterResponse, ListenerInfo, Reply, RequestContext};
 use crate::sendfile::send_region;
+use crate::stats::ServerStats;
 
 /// Smallest valid request frame: api key, version, correlation id.
 const FRAME_BYTES_MIN: usize = 8;
@@ -190,7 +191,13 @@ pub async fn serve(
         freed: Notify::new(),
     });
     let (tx, rx) = mpsc::channel::<Outgoing>(s.in_flight_requests_max.max(1));
-    let writer = tokio::spawn(write_loop(wr, rx, Arc::clone(&budget), idle));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        Arc::clone(&budget),
+        idle,
+        Arc::clone(&broker),
+    ));
 
     loop {
         // Set when the reply is a parked group request that holds the connection.
@@ -315,6 +322,7 @@ async fn write_loop(
     mut rx: mpsc::Receiver<Outgoing>,
     budget: Arc<Budget>,
     timeout: Duration,
+    broker: Arc<Broker>,
 ) {
     while let Some(out) = rx.recv().await {
         let body = match out.body {
@@ -328,7 +336,11 @@ async fn write_loop(
             break;
         }
         drop(body);
-        let written = tokio::time::timeout(timeout, write_chunks(&mut wr, w.into_chunks())).await;
+        let written = tokio::time::timeout(
+            timeout,
+            write_chunks(&mut wr, w.into_chunks(), &broker.stats),
+        )
+        .await;
         budget.give_back(out.charged);
         match written {
             Ok(Ok(())) => {}
@@ -345,11 +357,23 @@ async fn write_loop(
     let _ = wr.shutdown().await;
 }
 
-async fn write_chunks(wr: &mut OwnedWriteHalf, chunks: Vec<Chunk>) -> std::io::Result<()> {
+/// Writes one response's chunks: bytes with `write_all`, file regions with `sendfile`,
+/// counting each kind in `stats` once written.
+async fn write_chunks(
+    wr: &mut OwnedWriteHalf,
+    chunks: Vec<Chunk>,
+    stats: &ServerStats,
+) -> std::io::Result<()> {
     for chunk in chunks {
         match chunk {
-            Chunk::Bytes(b) => wr.write_all(&b).await?,
-            Chunk::File(region) => send_region(wr.as_ref(), &region).await?,
+            Chunk::Bytes(b) => {
+                wr.write_all(&b).await?;
+                stats.copied(b.len() as u64);
+            }
+            Chunk::File(region) => {
+                send_region(wr.as_ref(), &region).await?;
+                stats.sent_by_sendfile(u64::from(region.len));
+            }
         }
     }
     Ok(())

@@ -31,6 +31,7 @@ pub mod live_config;
 pub mod sendfile;
 pub mod server;
 pub mod settings;
+pub mod stats;
 pub mod waiters;
 
 pub use broker::Broker;

@@ -218,6 +218,12 @@ impl Broker {
         }
     }
 
+    /// The admin HTTP port of the current run, when `skiff.admin.listener` is among the
+    /// overrides (learned from the admin ready line).
+    pub fn admin_port(&self) -> Option<u16> {
+        self.admin_port
+    }
+
     /// `skiff admin --url <this broker's admin port> --json <args...>`, parsed: the operator
     /// CLI's view (needs `skiff.admin.listener=127.0.0.1:0` among the overrides).
     pub fn admin_cli(&self, args: &[&str]) -> serde_json::Value {

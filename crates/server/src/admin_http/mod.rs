@@ -16,6 +16,9 @@
 //! - `GET /api/v1/partitions/{topic}/{partition}` -> one partition plus the sections of
 //!   [`sections::SECTION_PROVIDERS`] ([`model::PartitionDetail`]); 404 if not hosted, 400
 //!   for a partition that is not a number;
+//! - `GET /api/v1/stats` -> the broker's counters since start ([`crate::stats::StatsSnapshot`]):
+//!   `{"fetch_sessions": {"created", "incremental_fetches", "cached"}, "sendfile": {"regions",
+//!   "bytes"}, "copied_bytes"}` (tests use it to prove fetch sessions and zero-copy are used);
 //! - anything else -> 404 `{"error":"not_found",...}`; `/api/v1/...` before the broker is
 //!   open -> 503 `not_ready`.
 //!
@@ -166,6 +169,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
             "/api/v1/partitions/{topic}/{partition}",
             get(partition_detail),
         )
+        .route("/api/v1/stats", get(stats))
         .fallback(not_found)
         .with_state(state)
 }
@@ -249,6 +253,16 @@ pub async fn partition_detail(
             "not_found",
             format!("this broker does not host partition {tp}"),
         ),
+        Err(r) => r,
+    }
+}
+
+pub async fn stats(State(state): State<Arc<AdminState>>) -> Response {
+    match loaded(&state) {
+        Ok(broker) => {
+            let cached = broker.fetch_sessions.lock().len();
+            Json(broker.stats.snapshot(cached)).into_response()
+        }
         Err(r) => r,
     }
 }

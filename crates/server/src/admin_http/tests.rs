@@ -221,3 +221,31 @@ async fn delivery_section_shows_pending_delayed_batches() {
     let (_, body) = get(&state, "/api/v1/partitions/plain/0").await;
     assert!(body["sections"].get("delivery").is_none(), "{body}");
 }
+
+#[tokio::test]
+async fn stats_reports_the_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_tx, rx) = watch::channel(false);
+    let state = AdminState::new(rx.clone());
+    assert_eq!(
+        get(&state, "/api/v1/stats").await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let broker = open_broker(dir.path(), rx);
+    state.set_broker(&broker);
+    broker.stats.fetch_session_created();
+    broker.stats.incremental_fetch();
+    broker.stats.sent_by_sendfile(4096);
+    broker.stats.copied(10);
+    assert_eq!(
+        get(&state, "/api/v1/stats").await,
+        (
+            StatusCode::OK,
+            json!({
+                "fetch_sessions": {"created": 1, "incremental_fetches": 1, "cached": 0},
+                "sendfile": {"regions": 1, "bytes": 4096},
+                "copied_bytes": 10,
+            })
+        )
+    );
+}

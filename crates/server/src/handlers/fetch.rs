@@ -17,7 +17,8 @@
 //! is min(LSO, DSO) while HighWatermark stays the real one; the DSO timer
 //! ([`crate::delivery`]) wakes long polls when it moves. Replica fetches ignore it.
 //! Record data is returned as `Records::File` regions of segment files, which the connection
-//! sends with `sendfile`, never copied through user space.
+//! sends with `sendfile`, never copied through user space. Sessions created and incremental
+//! fetches served are counted in [`crate::stats::ServerStats`].
 
 use std::sync::Arc;
 
@@ -309,6 +310,7 @@ fn respond(
     let mut sessions = broker.fetch_sessions.lock();
     let (session_id, results) = match mode {
         SessionMode::Incremental { id } => {
+            broker.stats.incremental_fetch();
             let kept = results
                 .into_iter()
                 .filter(|r| {
@@ -323,7 +325,11 @@ fn respond(
                 .iter()
                 .map(|r| (r.req.clone(), r.reported))
                 .collect();
-            (sessions.create(&parts, now), results)
+            let id = sessions.create(&parts, now);
+            if id != 0 {
+                broker.stats.fetch_session_created();
+            }
+            (id, results)
         }
         SessionMode::Sessionless | SessionMode::Error(_) => (0, results),
     };

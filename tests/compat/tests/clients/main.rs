@@ -13,7 +13,8 @@
 //! - `acks`: acks=1 and acks=0 producers, read back;
 //! - `idempotent`: kafka-python's default idempotent producer;
 //! - `restart`: SIGTERM/SIGKILL restarts in the middle of production;
-//! - `pins`: the Debian clients really run librdkafka 2.0.2.
+//! - `pins`: the Debian clients really run librdkafka 2.0.2;
+//! - `fetch_paths`: fetch sessions and sendfile really used (broker counters).
 //!
 //! `common` holds the record model and the in-process rdkafka producer/reader, `kcat` the kcat
 //! command lines.
@@ -22,6 +23,7 @@
 mod acks;
 mod codecs;
 mod common;
+mod fetch_paths;
 mod idempotent;
 mod kcat;
 mod limits;
