@@ -217,7 +217,7 @@ impl BrokerConfig {
             _ if !self.origins.contains_key("listeners") => {
                 listeners::parse_advertised("advertised.listeners", DEFAULT_ADVERTISED)?
             }
-            _ => listeners::derive_advertised(&self.listeners, &listeners::local_hostname()),
+            _ => listeners::advertised_for(&self.listeners),
         };
         Ok(())
     }

@@ -3,8 +3,12 @@
 //! Mental model: a [`Listener`] is a parsed endpoint. An empty host (or `0.0.0.0` / `::`) binds
 //! all interfaces; port 0 asks the OS for a free port. Advertised listeners never carry a
 //! wildcard host: when `advertised.listeners` is unset they are derived from `listeners` with
-//! the wildcard replaced by this machine's host name. Plain data; no I/O except reading the host
-//! name in [`local_hostname`].
+//! the wildcard replaced by this machine's host name, provided clients can resolve it:
+//! otherwise an interface address (or `127.0.0.1`), with a warning. [`choose_advertised_host`]
+//! decides (pure); [`local_hostname`] is its thin I/O shell (reading the host name, resolving
+//! it, asking the routing table for the primary interface address). Plain data otherwise.
+
+use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs, UdpSocket};
 
 use crate::error::ConfigError;
 
@@ -171,14 +175,78 @@ pub fn derive_advertised(listeners: &[Listener], hostname: &str) -> Vec<Listener
         .collect()
 }
 
-/// This machine's host name, or `localhost` if it cannot be read.
+/// Advertised listeners derived from bind listeners (see [`derive_advertised`]); the host name
+/// is looked up (and resolved) only when some listener is a wildcard.
+pub fn advertised_for(listeners: &[Listener]) -> Vec<Listener> {
+    if listeners.iter().any(Listener::is_wildcard) {
+        derive_advertised(listeners, &local_hostname())
+    } else {
+        listeners.to_vec()
+    }
+}
+
+/// The host a wildcard listener advertises: `hostname` if it is set and `resolves`, else the
+/// primary interface address, else `127.0.0.1`; the second value is the warning to log when
+/// the host name could not be used.
+pub fn choose_advertised_host(
+    hostname: Option<&str>,
+    resolves: impl Fn(&str) -> bool,
+    interface: Option<IpAddr>,
+) -> (String, Option<String>) {
+    let name = hostname.map(str::trim).filter(|h| !h.is_empty());
+    if let Some(h) = name
+        && resolves(h)
+    {
+        return (h.to_string(), None);
+    }
+    let why = match name {
+        Some(h) => format!("host name {h:?} does not resolve"),
+        None => "the host name is not set".to_string(),
+    };
+    let usable = interface.filter(|ip| !ip.is_unspecified());
+    let (host, what) = match usable {
+        Some(ip) => (ip.to_string(), "this machine's primary interface address"),
+        None => (
+            Ipv4Addr::LOCALHOST.to_string(),
+            "reachable by local clients only",
+        ),
+    };
+    let warning = format!(
+        "{why}: wildcard listeners advertise {host} ({what}); set advertised.listeners to choose"
+    );
+    (host, Some(warning))
+}
+
+/// The host name wildcard listeners advertise: this machine's host name when it resolves,
+/// otherwise an interface address or `127.0.0.1`, with a warning (see
+/// [`choose_advertised_host`]).
 pub fn local_hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| "localhost".to_string())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()));
+    let (host, warning) = choose_advertised_host(name.as_deref(), resolves, primary_interface());
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    host
+}
+
+/// Whether `host` resolves to at least one address.
+fn resolves(host: &str) -> bool {
+    (host, 0u16)
+        .to_socket_addrs()
+        .is_ok_and(|mut addrs| addrs.next().is_some())
+}
+
+/// The local address the routing table would use to reach the outside (a UDP "connect" sends
+/// nothing); `None` without a route.
+fn primary_interface() -> Option<IpAddr> {
+    let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    // TEST-NET-1 (RFC 5737): routed, never answered; nothing is sent anyway.
+    s.connect((Ipv4Addr::new(192, 0, 2, 1), 9)).ok()?;
+    s.local_addr().ok().map(|a| a.ip())
 }
 
 #[cfg(test)]
@@ -230,5 +298,40 @@ mod tests {
         assert_eq!(a[0].to_string(), "PLAINTEXT://box1:9092");
         assert_eq!(a[1].to_string(), "B://10.0.0.1:1");
         assert!(!local_hostname().is_empty());
+        // No wildcard: nothing to look up.
+        let l = parse_listeners("listeners", "PLAINTEXT://127.0.0.1:9092").unwrap();
+        assert_eq!(advertised_for(&l), l);
+        let l = parse_listeners("listeners", "PLAINTEXT://:9092").unwrap();
+        assert!(!advertised_for(&l)[0].is_wildcard());
+    }
+
+    #[test]
+    fn advertised_host_choice_table() {
+        let eth: Option<IpAddr> = Some("10.1.2.3".parse().unwrap());
+        let any: Option<IpAddr> = Some("0.0.0.0".parse().unwrap());
+        let known = |h: &str| h == "box1";
+        // (host name, interface address) -> (advertised host, warned)
+        let cases: [(Option<&str>, Option<IpAddr>, &str, bool); 7] = [
+            (Some("box1"), eth, "box1", false),
+            (Some(" box1\n"), None, "box1", false),
+            (Some("nowhere"), eth, "10.1.2.3", true),
+            (Some("nowhere"), None, "127.0.0.1", true),
+            (Some("nowhere"), any, "127.0.0.1", true),
+            (None, eth, "10.1.2.3", true),
+            (Some(""), None, "127.0.0.1", true),
+        ];
+        for (name, iface, want, warned) in cases {
+            let (host, warning) = choose_advertised_host(name, known, iface);
+            assert_eq!(host, want, "{name:?} {iface:?}");
+            assert_eq!(warning.is_some(), warned, "{name:?} {iface:?}: {warning:?}");
+            if let Some(w) = warning {
+                assert!(
+                    w.contains(want) && w.contains("advertised.listeners"),
+                    "{w}"
+                );
+            }
+        }
+        // The shell's resolver (no network lookup: localhost is local).
+        assert!(resolves("localhost"));
     }
 }

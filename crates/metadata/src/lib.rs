@@ -18,7 +18,9 @@ mod image;
 mod store;
 
 pub use image::{MetadataImage, TopicId, TopicInfo};
-pub use store::{MetadataStore, PRODUCER_ID_BLOCK_SIZE};
+pub use store::{
+    LogDirError, META_PROPERTIES, MetadataStore, PRODUCER_ID_BLOCK_SIZE, format_log_dir,
+};
 
 use skiff_types::ErrorCode;
 

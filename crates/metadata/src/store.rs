@@ -385,26 +385,93 @@ fn replay(log: &Log, image: &mut MetadataImage) -> Result<(), MetadataError> {
     Ok(())
 }
 
+/// The file Kafka's storage format writes at the top of every log dir.
+pub const META_PROPERTIES: &str = "meta.properties";
+
+/// Why a log dir cannot be used for this cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum LogDirError {
+    #[error(
+        "log dir {dir} belongs to another cluster: its meta.properties has cluster.id={found}, \
+         but this broker's cluster.id is {expected} (from the first log dir); remove the dir \
+         from log.dirs or empty it"
+    )]
+    OtherCluster {
+        dir: String,
+        found: String,
+        expected: String,
+    },
+    #[error("log dir {dir}: meta.properties has no cluster.id")]
+    NoClusterId { dir: String },
+    #[error("cannot format log dir {dir}: {message}")]
+    Format { dir: String, message: String },
+}
+
+/// Formats `dir` for `cluster_id` as Kafka's storage format does for every entry of
+/// `log.dirs`: creates the dir and its `meta.properties` (version, node.id, cluster.id, a fresh
+/// directory.id) when missing; a dir already formatted for this cluster is left as it is; one
+/// formatted for another cluster (or without a cluster id) is refused.
+pub fn format_log_dir(dir: &Path, cluster_id: &str, node_id: i32) -> Result<(), LogDirError> {
+    let shown = dir.display().to_string();
+    let fail = |message: String| LogDirError::Format {
+        dir: shown.clone(),
+        message,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+    let path = dir.join(META_PROPERTIES);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match stored_cluster_id(&text) {
+            Some(found) if found == cluster_id => Ok(()),
+            Some(found) => Err(LogDirError::OtherCluster {
+                dir: shown.clone(),
+                found,
+                expected: cluster_id.to_string(),
+            }),
+            None => Err(LogDirError::NoClusterId { dir: shown.clone() }),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            write_meta_properties(&path, cluster_id, node_id).map_err(|e| fail(e.to_string()))
+        }
+        Err(e) => Err(fail(e.to_string())),
+    }
+}
+
+/// The `cluster.id` of a `meta.properties` text (`key=value` lines, spaces around `=`
+/// allowed, `#` comments), if any.
+fn stored_cluster_id(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .find(|(key, _)| key.trim() == "cluster.id")
+        .map(|(_, id)| id.trim().to_string())
+        .filter(|id| !id.is_empty())
+}
+
+fn write_meta_properties(path: &Path, cluster_id: &str, node_id: i32) -> std::io::Result<()> {
+    let dir_id = base64_url(Uuid::new_v4().as_bytes());
+    let contents = format!(
+        "#\n#Written by Skiff\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={dir_id}\n"
+    );
+    skiff_storage::checkpoint::write_atomic(path, contents.as_bytes())
+}
+
 /// Reads `cluster.id` from `meta.properties` in the log dir holding `metadata_dir`, creating the
 /// file with a fresh id on first start (Kafka's format: version, node.id, cluster.id).
 fn load_or_create_cluster_id(metadata_dir: &Path, node_id: i32) -> Result<String, MetadataError> {
     let log_dir: PathBuf = metadata_dir
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let path = log_dir.join("meta.properties");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        for line in text.lines() {
-            if let Some(id) = line.trim().strip_prefix("cluster.id=") {
-                return Ok(id.trim().to_string());
-            }
-        }
+    let path = log_dir.join(META_PROPERTIES);
+    if let Some(id) = std::fs::read_to_string(&path)
+        .ok()
+        .as_deref()
+        .and_then(stored_cluster_id)
+    {
+        return Ok(id);
     }
     let id = base64_url(Uuid::new_v4().as_bytes());
-    let dir_id = base64_url(Uuid::new_v4().as_bytes());
-    let contents = format!(
-        "#\n#Written by Skiff\nversion=1\nnode.id={node_id}\ncluster.id={id}\ndirectory.id={dir_id}\n"
-    );
-    skiff_storage::checkpoint::write_atomic(&path, contents.as_bytes()).map_err(storage_err)?;
+    write_meta_properties(&path, &id, node_id).map_err(storage_err)?;
     Ok(id)
 }
 
@@ -425,4 +492,64 @@ fn base64_url(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod log_dir_tests {
+    use super::*;
+
+    #[test]
+    fn format_log_dir_table() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fresh = tmp.path().join("fresh");
+        // Missing dir: created and formatted; formatting again is a no-op.
+        format_log_dir(&fresh, "abc", 3).unwrap();
+        let text = std::fs::read_to_string(fresh.join(META_PROPERTIES)).unwrap();
+        assert!(
+            text.contains("cluster.id=abc\n") && text.contains("node.id=3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("version=1\n") && text.contains("directory.id="),
+            "{text}"
+        );
+        format_log_dir(&fresh, "abc", 3).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(fresh.join(META_PROPERTIES)).unwrap(),
+            text
+        );
+        // (existing meta.properties, outcome)
+        let cases: [(&str, Result<(), &str>); 4] = [
+            ("version=1\ncluster.id=abc\n", Ok(())),
+            ("#cluster.id=x\ncluster.id = abc\n", Ok(())),
+            ("version=1\ncluster.id=other\n", Err("cluster.id=other")),
+            ("version=1\n", Err("no cluster.id")),
+        ];
+        for (i, (existing, want)) in cases.iter().enumerate() {
+            let dir = tmp.path().join(format!("d{i}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(META_PROPERTIES), existing).unwrap();
+            let got = format_log_dir(&dir, "abc", 1).map_err(|e| e.to_string());
+            match (want, &got) {
+                (Ok(()), Ok(())) => {}
+                (Err(needle), Err(msg)) => {
+                    assert!(msg.contains(needle), "{existing:?}: {msg}");
+                    assert!(msg.contains(&dir.display().to_string()), "{msg}");
+                }
+                _ => panic!("{existing:?}: {got:?}, want {want:?}"),
+            }
+            // A refused dir is left untouched.
+            assert_eq!(
+                std::fs::read_to_string(dir.join(META_PROPERTIES)).unwrap(),
+                *existing
+            );
+        }
+        // The other cluster's message says what to do.
+        let dir = tmp.path().join("d2");
+        let msg = format_log_dir(&dir, "abc", 1).unwrap_err().to_string();
+        assert!(
+            msg.contains("belongs to another cluster") && msg.contains("abc"),
+            "{msg}"
+        );
+    }
 }

@@ -84,6 +84,12 @@ impl Broker {
             .ok_or_else(|| ServerError::Settings("log.dirs is empty".into()))?;
         std::fs::create_dir_all(&metadata_dir)?;
         let metadata = MetadataStore::open(&metadata_dir, settings.node_id)?;
+        // Every log dir carries the first one's cluster id (Kafka's storage format); a dir of
+        // another cluster refuses the start before any of its logs is opened.
+        let cluster_id = metadata.cluster_id();
+        for dir in &settings.log_manager.log_dirs {
+            skiff_metadata::format_log_dir(dir, &cluster_id, settings.node_id)?;
+        }
         if let Some(live) = topic_configs.live() {
             live.load_persisted(&metadata.image(), settings.node_id);
         }

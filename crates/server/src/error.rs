@@ -4,6 +4,8 @@
 
 use std::io;
 
+use skiff_metadata::LogDirError;
+
 /// Errors starting or stopping the server.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -20,6 +22,20 @@ pub enum ServerError {
     Storage(#[from] skiff_storage::StorageError),
     #[error("metadata: {0}")]
     Metadata(#[from] skiff_metadata::MetadataError),
+    /// A `log.dirs` entry formatted for another cluster (or unformattable).
+    #[error("{0}")]
+    LogDir(#[from] LogDirError),
     #[error("I/O: {0}")]
     Io(#[from] io::Error),
+}
+
+impl ServerError {
+    /// Whether the broker cannot start because of what it was configured with (a `log.dirs`
+    /// entry of another cluster): the binary exits 2 for these, as for configuration errors.
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            ServerError::LogDir(LogDirError::OtherCluster { .. } | LogDirError::NoClusterId { .. })
+        )
+    }
 }

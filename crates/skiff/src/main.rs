@@ -122,6 +122,11 @@ fn serve(args: ServeArgs) -> ExitCode {
     let code = runtime.block_on(async move {
         let server = match Server::start(server_settings, topic_configs).await {
             Ok(s) => s,
+            Err(e) if e.is_configuration() => {
+                tracing::error!(error = %e, "startup refused");
+                eprintln!("skiff: configuration error: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
             Err(e) => {
                 tracing::error!(error = %e, "startup failed");
                 eprintln!("skiff: startup failed: {e}");

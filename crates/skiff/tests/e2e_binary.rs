@@ -1,5 +1,7 @@
 //! End-to-end tests of the `skiff` binary: ready lines, a request over TCP, SIGTERM shutdown
-//! with the clean-shutdown marker, data surviving a restart, and configuration errors (exit 2).
+//! with the clean-shutdown marker, data surviving a restart, configuration errors (exit 2), and
+//! every `log.dirs` entry formatted with one cluster id (a dir of another cluster refuses the
+//! start, exit 2).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -84,24 +86,55 @@ fn connect(port: u16) -> TcpStream {
     s
 }
 
-fn sigterm_and_wait(mut b: Broker) -> std::process::ExitStatus {
+fn sigterm_and_wait(b: Broker) -> std::process::ExitStatus {
+    signal_and_wait(b.child, "-TERM")
+}
+
+/// Sends `signal` (a `kill` flag such as `-INT`) and waits at most 30 s for the exit.
+fn signal_and_wait(mut child: Child, signal: &str) -> std::process::ExitStatus {
     let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(b.child.id().to_string())
+        .arg(signal)
+        .arg(child.id().to_string())
         .status()
         .unwrap();
     assert!(status.success());
+    wait_for_exit(&mut child, &format!("kill {signal}"))
+}
+
+/// Waits at most 30 s for `child` to exit (kills it and panics otherwise).
+fn wait_for_exit(child: &mut Child, after: &str) -> std::process::ExitStatus {
     let deadline = Instant::now() + DEADLINE;
     loop {
-        if let Some(status) = b.child.try_wait().unwrap() {
+        if let Some(status) = child.try_wait().unwrap() {
             return status;
         }
-        assert!(
-            Instant::now() < deadline,
-            "broker did not exit within 30 s of SIGTERM"
-        );
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("broker did not exit within 30 s of {after}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Reads the child's (piped) stderr to its end on a thread.
+fn drain_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let mut pipe = child.stderr.take().expect("a piped stderr");
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = pipe.read_to_string(&mut out);
+        out
+    })
+}
+
+/// `cluster.id` of a log dir's meta.properties.
+fn cluster_id_of(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("meta.properties"))
+        .unwrap_or_else(|e| panic!("{}: no meta.properties: {e}", dir.display()));
+    text.lines()
+        .find_map(|l| l.strip_prefix("cluster.id="))
+        .unwrap_or_else(|| panic!("no cluster.id in {text}"))
+        .to_string()
 }
 
 fn batch(value: &str) -> Bytes {
@@ -199,4 +232,63 @@ fn e2e_config_error_exits_2_with_message() {
         "did-you-mean in: {err}"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn e2e_every_log_dir_is_formatted_and_another_clusters_dir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d1, d2) = (dir.path().join("d1"), dir.path().join("d2"));
+    let serve = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skiff"));
+        cmd.args(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+            .arg("--override")
+            .arg(format!("log.dirs={},{}", d1.display(), d2.display()))
+            .env("RUST_LOG", "warn");
+        cmd
+    };
+    let mut child = serve()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = common::stdout_lines(&mut child).recv_timeout(DEADLINE);
+    assert!(ready.is_ok(), "no ready line with two log dirs");
+    assert!(signal_and_wait(child, "-TERM").success());
+    let cluster = cluster_id_of(&d1);
+    assert!(!cluster.is_empty());
+    assert_eq!(
+        cluster_id_of(&d2),
+        cluster,
+        "one cluster id in every log dir"
+    );
+
+    // d2 now says it belongs to another cluster: the broker refuses to start, exit 2.
+    let other = std::fs::read_to_string(d2.join("meta.properties"))
+        .unwrap()
+        .replace(
+            &format!("cluster.id={cluster}"),
+            "cluster.id=SomeOtherClusterId",
+        );
+    std::fs::write(d2.join("meta.properties"), &other).unwrap();
+    let mut child = serve()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = drain_stderr(&mut child);
+    let status = wait_for_exit(&mut child, "start with a foreign log dir");
+    let err = err.join().unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("belongs to another cluster")
+            && err.contains("SomeOtherClusterId")
+            && err.contains(&cluster)
+            && err.contains(&d2.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d2.join("meta.properties")).unwrap(),
+        other,
+        "the foreign dir is left untouched"
+    );
 }
