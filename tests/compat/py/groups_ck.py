@@ -14,7 +14,9 @@ Commands (ONE JSON line out, see _common.py):
   while a member of another group consumes;
 - committed: the group's committed offsets;
 - kip848_admin: AdminClient describe_consumer_groups of a KIP-848 group (type, members,
-  assignments) and a classic one, and list_consumer_groups filtered by state and by type.
+  assignments) and a classic one, and list_consumer_groups filtered by state and by type;
+- commit_metadata: commits p.offsets with a metadata string per partition (TopicPartition
+  metadata) as a member of p.group; committed_metadata reads offsets and metadata back.
 
 Usage: groups_ck.py COMMAND JSON.
 """
@@ -357,6 +359,30 @@ def kip848_admin(p):
     return out
 
 
+def commit_metadata(p):
+    """A member of p.group commits p.offsets ({partition: [offset, metadata]}) of p.topic."""
+    c = ck.Consumer(ADAPTER.conf(p, {"client.id": "metadata-member"}))
+    c.subscribe([p["topic"]])
+    deadline = time.time() + groups_common.WAIT_S
+    while len(c.assignment()) < p["partitions"] and time.time() < deadline:
+        c.poll(0.1)
+    tps = [
+        ck.TopicPartition(p["topic"], int(k), v[0], metadata=v[1]) for k, v in p["offsets"].items()
+    ]
+    got = c.commit(offsets=tps, asynchronous=False)
+    c.close()
+    return {"committed": sorted([tp.partition, tp.offset, tp.metadata] for tp in got)}
+
+
+def committed_metadata(p):
+    """{partition: [offset, metadata]} of p.group, read without joining."""
+    c = ck.Consumer(ADAPTER.conf(p))
+    tps = [ck.TopicPartition(p["topic"], i) for i in range(p["partitions"])]
+    got = c.committed(tps, timeout=15)
+    c.close()
+    return {"committed": {str(tp.partition): [tp.offset, tp.metadata] for tp in got}}
+
+
 if __name__ == "__main__":
     main(
         {
@@ -370,5 +396,7 @@ if __name__ == "__main__":
             "static": static,
             "admin": admin,
             "kip848_admin": kip848_admin,
+            "commit_metadata": commit_metadata,
+            "committed_metadata": committed_metadata,
         }
     )

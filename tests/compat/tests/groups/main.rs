@@ -13,6 +13,8 @@
 //! - `restart`: commit, restart the broker (SIGTERM, SIGKILL), resume from the commits;
 //! - `fencing`: static membership restarts without a rebalance; a zombie of an old generation
 //!   cannot commit;
+//! - `offsets`: OffsetDelete through kafka-python's admin client; commit metadata round-trips
+//!   through confluent-kafka, across a restart;
 //! - `admin`: list / describe / delete groups and lag through AdminClient; a KIP-848 group
 //!   through ConsumerGroupDescribe; listings filtered by state and type;
 //! - `kcat`: `kcat -G` (librdkafka 2.0.2) consumes, commits and resumes.
@@ -25,6 +27,7 @@ mod admin;
 mod fencing;
 mod kcat;
 mod members;
+mod offsets;
 mod restart;
 
 use serde_json::{Value, json};

@@ -2,11 +2,13 @@
 //! `KafkaAdminClient.delete_group_offsets` on an empty group (the partition's offset goes back
 //! to -1, the others stay), on a group whose live member is subscribed to the topic
 //! (GROUP_SUBSCRIBED_TO_TOPIC, nothing deleted; a topic it is not subscribed to is deleted) and
-//! on an unknown group (GROUP_ID_NOT_FOUND).
+//! on an unknown group (GROUP_ID_NOT_FOUND). Metadata strings committed with confluent-kafka's
+//! `TopicPartition(..., metadata=...)` come back from `committed()`, also after a restart.
 
 use serde_json::json;
+use skiff_compat::Python;
 
-use crate::{create_topic, group_broker, kp};
+use crate::{ck, create_topic, group_broker, kp};
 
 #[test]
 fn kafka_python_deletes_group_offsets_only_when_no_member_is_subscribed() {
@@ -41,4 +43,32 @@ fn kafka_python_deletes_group_offsets_only_when_no_member_is_subscribed() {
         "a subscribed topic's offsets stay: {r}"
     );
     assert_eq!(r["unknown_error"], json!("GroupIdNotFoundError"), "{r}");
+}
+
+#[test]
+fn confluent_kafka_commit_metadata_round_trips_across_a_restart() {
+    let mut b = group_broker();
+    create_topic(&b, "meta", 3);
+    let long = "x".repeat(300);
+    let base =
+        json!({"bootstrap": b.bootstrap(), "topic": "meta", "group": "meta", "partitions": 3});
+    let mut commit = base.clone();
+    commit["offsets"] = json!({"0": [5, "checkpoint ✓ 0"], "1": [7, long]});
+    let r = ck(Python::PyPi, "commit_metadata", &commit);
+    assert_eq!(r["committed"].as_array().map(Vec::len), Some(2), "{r}");
+    let check = |r: &serde_json::Value, when: &str| {
+        let c = &r["committed"];
+        assert_eq!(c["0"], json!([5, "checkpoint ✓ 0"]), "{when}: {r}");
+        assert_eq!(c["1"], json!([7, long]), "{when}: {r}");
+        // librdkafka's "no commit" is OFFSET_INVALID (-1001), with no (or empty) metadata.
+        assert_eq!(c["2"][0], json!(-1001), "{when}: {r}");
+        assert!(c["2"][1].is_null() || c["2"][1] == json!(""), "{when}: {r}");
+    };
+    check(&ck(Python::PyPi, "committed_metadata", &base), "before");
+    assert!(b.stop().success());
+    b.restart();
+    check(
+        &ck(Python::PyPi, "committed_metadata", &base),
+        "after the restart",
+    );
 }
