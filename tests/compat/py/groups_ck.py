@@ -16,13 +16,16 @@ Commands (ONE JSON line out, see _common.py):
 - kip848_admin: AdminClient describe_consumer_groups of a KIP-848 group (type, members,
   assignments) and a classic one, and list_consumer_groups filtered by state and by type;
 - commit_metadata: commits p.offsets with a metadata string per partition (TopicPartition
-  metadata) as a member of p.group; committed_metadata reads offsets and metadata back.
+  metadata) as a member of p.group; committed_metadata reads offsets and metadata back;
+- cooperative: cooperative-sticky members record every on_assign/on_revoke while one leaves
+  and one joins (incremental rebalances).
 
 Usage: groups_ck.py COMMAND JSON.
 """
 
 import threading
 import time
+import traceback
 
 import confluent_kafka as ck
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType
@@ -383,6 +386,100 @@ def committed_metadata(p):
     return {"committed": {str(tp.partition): [tp.offset, tp.metadata] for tp in got}}
 
 
+class Recording(threading.Thread):
+    """A member thread whose rebalance callbacks append [name, "assign"|"revoke", partitions]
+    to a shared event list (the same shape groups_common.balanced() reads: name, assigned)."""
+
+    def __init__(self, p, name, events, lock, extra):
+        super().__init__(daemon=True)
+        self.p = p
+        self.name = name
+        self.events = events
+        self.lock = lock
+        self.extra = extra
+        self.stop_flag = threading.Event()
+        self.assigned = []
+        self.errors = []
+        self.error = None
+
+    def note_error(self, e):
+        """[name, fatal, text]: librdkafka reports a fatal error as code _FATAL (error_cb's
+        KafkaError does not carry the fatal flag itself)."""
+        self.errors.append([e.name(), e.fatal() or e.code() == ck.KafkaError._FATAL, str(e)])
+
+    def record(self, kind, tps):
+        with self.lock:
+            self.events.append([self.name, kind, sorted(tp.partition for tp in tps)])
+
+    def run(self):
+        try:
+            conf = ADAPTER.conf(self.p, dict(self.extra, **{"client.id": self.name}))
+            conf["error_cb"] = self.note_error
+            c = ck.Consumer(conf)
+            c.subscribe(
+                [self.p["topic"]],
+                on_assign=lambda _c, tps: self.record("assign", tps),
+                on_revoke=lambda _c, tps: self.record("revoke", tps),
+            )
+            while not self.stop_flag.is_set():
+                m = c.poll(0.1)
+                if m is not None and m.error() and m.error().code() != ck.KafkaError._PARTITION_EOF:
+                    self.note_error(m.error())
+                self.assigned = sorted(tp.partition for tp in c.assignment())
+            c.close()
+        except Exception:
+            self.error = traceback.format_exc()
+
+
+def cooperative(p):
+    """cooperative-sticky (incremental) rebalances: three members share p.topic; m1 leaves;
+    m3 joins. Returns the settled shares of each phase and the rebalance events each phase
+    caused (the leaving member's own included), for the Rust test to check that survivors
+    revoked nothing when m1 left and only the partitions m3 got when m3 joined."""
+    parts = p["partitions"]
+    events, lock, errors = [], threading.Lock(), []
+    extra = {"partition.assignment.strategy": "cooperative-sticky"}
+
+    def start(name):
+        m = Recording(p, name, events, lock, extra)
+        m.start()
+        return m
+
+    def since(mark):
+        with lock:
+            return [e for e in events[mark:] if e[2]]
+
+    settle = p.get("settle_ms", 1500) / 1000.0
+    members = [start("m0"), start("m1"), start("m2")]
+    out = {"snapshots": {}}
+    out["snapshots"]["three"] = groups_common.wait_for(
+        "three members", groups_common.settled(members, parts, settle), errors
+    )
+    with lock:
+        mark = len(events)
+    leaving = members.pop(1)
+    leaving.stop_flag.set()
+    leaving.join(groups_common.WAIT_S)
+    out["snapshots"]["two"] = groups_common.wait_for(
+        "two members", groups_common.settled(members, parts, settle), errors
+    )
+    out["after_leave"] = since(mark)
+    with lock:
+        mark = len(events)
+    members.append(start("m3"))
+    out["snapshots"]["rejoined"] = groups_common.wait_for(
+        "m3 to get a share", groups_common.settled(members, parts, settle), errors
+    )
+    out["after_join"] = since(mark)
+    for m in members:
+        m.stop_flag.set()
+    for m in members:
+        m.join(groups_common.WAIT_S)
+    errors.extend("%s: %s" % (m.name, m.error) for m in members + [leaving] if m.error)
+    out["errors"] = errors
+    return out
+
+
 if __name__ == "__main__":
     main(
         {
@@ -398,5 +495,6 @@ if __name__ == "__main__":
             "kip848_admin": kip848_admin,
             "commit_metadata": commit_metadata,
             "committed_metadata": committed_metadata,
+            "cooperative": cooperative,
         }
     )

@@ -13,6 +13,8 @@
 //! - `restart`: commit, restart the broker (SIGTERM, SIGKILL), resume from the commits;
 //! - `fencing`: static membership restarts without a rebalance; a zombie of an old generation
 //!   cannot commit;
+//! - `cooperative`: cooperative-sticky members rebalance incrementally (survivors revoke only
+//!   what moves);
 //! - `offsets`: OffsetDelete through kafka-python's admin client; commit metadata round-trips
 //!   through confluent-kafka, across a restart;
 //! - `admin`: list / describe / delete groups and lag through AdminClient; a KIP-848 group
@@ -24,6 +26,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod cooperative;
 mod fencing;
 mod kcat;
 mod members;
