@@ -1,7 +1,7 @@
-//! End-to-end tests of the `skiff` binary: ready lines, a request over TCP, SIGTERM shutdown
-//! with the clean-shutdown marker, data surviving a restart, configuration errors (exit 2), and
-//! every `log.dirs` entry formatted with one cluster id (a dir of another cluster refuses the
-//! start, exit 2).
+//! End-to-end tests of the `skiff` binary: ready lines, a request over TCP, SIGTERM and SIGINT
+//! shutdown with the clean-shutdown marker, data surviving a restart, configuration errors
+//! (exit 2), every `log.dirs` entry formatted with one cluster id (a dir of another cluster
+//! refuses the start, exit 2), and `--log-format json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -232,6 +232,58 @@ fn e2e_config_error_exits_2_with_message() {
         "did-you-mean in: {err}"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn e2e_sigint_exits_0_with_the_clean_shutdown_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let b = spawn(&data);
+    let status = signal_and_wait(b.child, "-INT");
+    assert_eq!(status.code(), Some(0), "exit status {status:?}");
+    assert!(data.join(".kafka_cleanshutdown").exists());
+}
+
+#[test]
+fn e2e_log_format_json_writes_json_log_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["serve", "--log-format", "json", "--override"])
+        .arg("listeners=PLAINTEXT://127.0.0.1:0")
+        .arg("--override")
+        .arg(format!("log.dirs={}", dir.path().join("data").display()))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ready = common::stdout_lines(&mut child)
+        .recv_timeout(DEADLINE)
+        .expect("a ready line");
+    assert!(
+        ready.starts_with("skiff ready listener=PLAINTEXT"),
+        "{ready}"
+    );
+    let stderr = drain_stderr(&mut child);
+    let status = signal_and_wait(child, "-TERM");
+    assert!(status.success(), "{status:?}");
+    let stderr = stderr.join().unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty(), "no log lines on stderr");
+    for line in &lines {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+        assert!(
+            v["level"].is_string() && v["timestamp"].is_string(),
+            "{line}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("\"INFO\"") && l.contains("logs loaded")),
+        "no INFO startup line in:\n{stderr}"
+    );
 }
 
 #[test]
