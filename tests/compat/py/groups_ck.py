@@ -18,7 +18,9 @@ Commands (ONE JSON line out, see _common.py):
 - commit_metadata: commits p.offsets with a metadata string per partition (TopicPartition
   metadata) as a member of p.group; committed_metadata reads offsets and metadata back;
 - cooperative: cooperative-sticky members record every on_assign/on_revoke while one leaves
-  and one joins (incremental rebalances).
+  and one joins (incremental rebalances);
+- fenced: two live consumers with the same group.instance.id; the older must fail fatally;
+- max_size: p.count members join a group on a broker with a small group.max.size.
 
 Usage: groups_ck.py COMMAND JSON.
 """
@@ -480,6 +482,78 @@ def cooperative(p):
     return out
 
 
+def fenced(p):
+    """KIP-345 fencing: A (group.instance.id p.instance) owns p.topic; B starts with the same
+    instance id and replaces it. A's next coordinator request must fail with a fatal
+    FENCED_INSTANCE_ID (librdkafka raises it as a fatal error) while B owns the partitions."""
+    events, lock = [], threading.Lock()
+    extra = {"group.instance.id": p["instance"]}
+    a = Recording(p, "A", events, lock, extra)
+    a.start()
+    deadline = time.time() + groups_common.WAIT_S
+    while len(a.assigned) < p["partitions"] and time.time() < deadline:
+        time.sleep(0.05)
+    out = {"a_before": list(a.assigned)}
+    b = Recording(p, "B", events, lock, extra)
+    b.start()
+    deadline = time.time() + groups_common.WAIT_S
+    while time.time() < deadline:
+        if len(b.assigned) == p["partitions"] and any(e[1] for e in a.errors):
+            break
+        time.sleep(0.05)
+    out["b_after"] = list(b.assigned)
+    out["a_errors"] = list(a.errors)
+    out["b_errors"] = list(b.errors)
+    for m in (a, b):
+        m.stop_flag.set()
+    for m in (a, b):
+        m.join(groups_common.WAIT_S)
+    out["thread_errors"] = [m.error for m in (a, b) if m.error]
+    return out
+
+
+def max_size(p):
+    """p.count members m0.. join one group: the first p.max share p.topic, the others' joins
+    fail with GROUP_MAX_SIZE_REACHED. Members start one after another (each once the previous
+    ones own every partition), so which ones are over the limit is deterministic."""
+    events, lock = [], threading.Lock()
+    members = []
+    errors = []
+    for i in range(p["count"]):
+        m = Recording(p, "m%d" % i, events, lock, {})
+        m.start()
+        members.append(m)
+        if i < p["max"]:
+            groups_common.wait_for(
+                "m%d to get a share" % i,
+                groups_common.settled(members, p["partitions"], 0.5),
+                errors,
+            )
+    over = members[p["max"] :]
+    deadline = time.time() + groups_common.WAIT_S
+    while time.time() < deadline and not all(m.errors for m in over):
+        time.sleep(0.05)
+    # The members within the limit keep their shares.
+    shares = groups_common.wait_for(
+        "the members within the limit to share",
+        groups_common.settled(members[: p["max"]], p["partitions"], 1.0),
+        errors,
+    )
+    out = {
+        "errors": errors,
+        "shares": shares,
+        "over_assigned": [m.assigned for m in over],
+        "over_errors": [m.errors for m in over],
+        "within_errors": [m.errors for m in members[: p["max"]]],
+    }
+    for m in members:
+        m.stop_flag.set()
+    for m in members:
+        m.join(groups_common.WAIT_S)
+    out["thread_errors"] = [m.error for m in members if m.error]
+    return out
+
+
 if __name__ == "__main__":
     main(
         {
@@ -496,5 +570,7 @@ if __name__ == "__main__":
             "commit_metadata": commit_metadata,
             "committed_metadata": committed_metadata,
             "cooperative": cooperative,
+            "fenced": fenced,
+            "max_size": max_size,
         }
     )

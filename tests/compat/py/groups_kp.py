@@ -3,14 +3,20 @@
 - consume: one member consumes and commits until p.count records (consume_until);
 - zombie: a member commits as a generation that a rebalance has since replaced (see zombie());
 - offset_delete: KafkaAdminClient.delete_group_offsets (OffsetDelete) on an empty group, on a
-  group whose live member is subscribed to the topic, and on an unknown group.
+  group whose live member is subscribed to the topic, and on an unknown group;
+- remove_members: KafkaAdminClient.remove_group_members (a batch LeaveGroup) of two live
+  static members and one unknown instance id;
+- initial_delay: three members start together on a broker with a
+  group.initial.rebalance.delay.ms; returns each one's generation and how long the join took.
 
 Usage: groups_kp.py COMMAND JSON.
 """
 
+import threading
 import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import MemberToRemove
 from kafka.structs import OffsetAndMetadata
 
 from _common import main, progress
@@ -161,6 +167,44 @@ def wait_assigned(consumers, partitions):
     return False
 
 
+class Joining:
+    """Consumers that subscribe and poll, each in its own thread, until stop(). The first poll
+    is long (it spans the join): kafka-python polled with short timeouts while its JoinGroup
+    is parked can re-send it after the join completed (a client-side race), and a leader's
+    second JoinGroup rightly starts another generation, on Kafka too."""
+
+    def __init__(self, consumers, topic):
+        self.consumers = consumers
+        self.stop_flag = threading.Event()
+        self.threads = [
+            threading.Thread(target=self.loop, args=(c, topic), daemon=True) for c in consumers
+        ]
+        for t in self.threads:
+            t.start()
+
+    def loop(self, c, topic):
+        c.subscribe([topic])
+        c.poll(timeout_ms=6000)
+        while not self.stop_flag.is_set():
+            c.poll(timeout_ms=50)
+
+    def shares(self, partitions):
+        """The members' shares once each has one and together they own every partition (polls
+        until then, at most groups_common.WAIT_S), else None."""
+        deadline = time.time() + groups_common.WAIT_S
+        while time.time() < deadline:
+            shares = [sorted(tp.partition for tp in c.assignment()) for c in self.consumers]
+            if sorted(x for s in shares for x in s) == list(range(partitions)) and all(shares):
+                return shares
+            time.sleep(0.02)
+        return None
+
+    def stop(self):
+        self.stop_flag.set()
+        for t in self.threads:
+            t.join(10)
+
+
 def committed_of(p, group, topic):
     """{partition: committed offset or -1} of `group`, read by a consumer that never joins."""
     c = KafkaConsumer(bootstrap_servers=p["bootstrap"], group_id=group, enable_auto_commit=False)
@@ -222,6 +266,65 @@ def offset_delete(p):
     return out
 
 
+def remove_members(p):
+    """Two static members (group.instance.id p.instances) share p.topic; the admin client
+    removes both and an unknown instance id in one batch LeaveGroup (KIP-345). Returns the
+    per-member errors and the group's state and members before and after."""
+    topic, parts = p["topic"], p["partitions"]
+    consumers = []
+    for instance in p["instances"]:
+        consumers.append(
+            KafkaConsumer(**ADAPTER.conf(p, {"client_id": instance, "group_instance_id": instance}))
+        )
+    joining = Joining(consumers, topic)
+    out = {"assigned": joining.shares(parts) is not None}
+    joining.stop()
+    admin = KafkaAdminClient(bootstrap_servers=p["bootstrap"])
+
+    def describe():
+        d = admin.describe_groups([p["group"]])[p["group"]]
+        return {
+            "state": d["group_state"],
+            "instances": sorted(m.get("group_instance_id") or "" for m in d["members"]),
+        }
+
+    # Not polled from here on: the heartbeat loops keep both members live, and a removed member
+    # only rejoins from poll(), so the state after the removal is stable for describe().
+    out["before"] = describe()
+    try:
+        removed = admin.remove_group_members(
+            p["group"],
+            [MemberToRemove(group_instance_id=i) for i in p["instances"] + [p["unknown"]]],
+        )
+        out["removed"] = sorted(err.__name__ for err in removed.values())
+        out["after"] = describe()
+    finally:
+        for c in consumers:
+            c.close()
+    admin.close()
+    return out
+
+
+def initial_delay(p):
+    """Three consumers subscribe at once, each polled by its own thread, until they share
+    p.topic; with group.initial.rebalance.delay.ms the first rebalance waits for all of them,
+    so they land in one generation (the first). Returns each member's generation id, the
+    shares and the time from the subscribes to the shares."""
+    consumers = [KafkaConsumer(**ADAPTER.conf(p, {"client_id": "m%d" % i})) for i in range(3)]
+    started = time.time()
+    joining = Joining(consumers, p["topic"])
+    shares = joining.shares(p["partitions"])
+    join_ms = int((time.time() - started) * 1000)
+    generations = []
+    for c in consumers:
+        g = c._coordinator.generation_if_stable()
+        generations.append(g.generation_id if g else None)
+    joining.stop()
+    for c in consumers:
+        c.close()
+    return {"generations": generations, "shares": shares, "join_ms": join_ms}
+
+
 if __name__ == "__main__":
     main(
         {
@@ -229,5 +332,7 @@ if __name__ == "__main__":
             "consume": consume,
             "zombie": zombie,
             "offset_delete": offset_delete,
+            "remove_members": remove_members,
+            "initial_delay": initial_delay,
         }
     )

@@ -12,9 +12,12 @@
 //!   offsets;
 //! - `restart`: commit, restart the broker (SIGTERM, SIGKILL), resume from the commits;
 //! - `fencing`: static membership restarts without a rebalance; a zombie of an old generation
-//!   cannot commit;
+//!   cannot commit; a second live consumer with the same group.instance.id fences the first;
+//!   the admin client removes static members in one batch LeaveGroup;
 //! - `cooperative`: cooperative-sticky members rebalance incrementally (survivors revoke only
 //!   what moves);
+//! - `limits`: `group.max.size` refuses one member too many; `group.initial.rebalance.delay.ms`
+//!   gathers members that start together into one generation;
 //! - `offsets`: OffsetDelete through kafka-python's admin client; commit metadata round-trips
 //!   through confluent-kafka, across a restart;
 //! - `admin`: list / describe / delete groups and lag through AdminClient; a KIP-848 group
@@ -29,6 +32,7 @@ mod admin;
 mod cooperative;
 mod fencing;
 mod kcat;
+mod limits;
 mod members;
 mod offsets;
 mod restart;
@@ -41,11 +45,18 @@ pub const SESSION_MS: i64 = 6000;
 
 /// A broker whose group settings allow short sessions and quick KIP-848 heartbeats.
 pub fn group_broker() -> Broker {
-    Broker::start_with(&[
+    group_broker_with(&[])
+}
+
+/// [`group_broker`] with more `--override` settings.
+pub fn group_broker_with(extra: &[(&str, &str)]) -> Broker {
+    let mut overrides = vec![
         ("group.min.session.timeout.ms", "1000"),
         ("group.consumer.session.timeout.ms", "6000"),
         ("group.consumer.heartbeat.interval.ms", "500"),
-    ])
+    ];
+    overrides.extend_from_slice(extra);
+    Broker::start_with(&overrides)
 }
 
 /// Runs a `groups_ck.py` command.
