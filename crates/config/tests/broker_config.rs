@@ -508,8 +508,29 @@ fn keys_skiff_acts_on_are_marked_implemented() {
     ] {
         assert_eq!(broker_key(k).unwrap().support, Support::Implemented, "{k}");
     }
+    // Issue 6: the group/offsets keys the coordinator reads, and the ones it ignores.
+    for k in [
+        "group.min.session.timeout.ms",
+        "group.initial.rebalance.delay.ms",
+        "group.consumer.assignors",
+        "offsets.retention.minutes",
+        "offset.metadata.max.bytes",
+    ] {
+        assert_eq!(broker_key(k).unwrap().support, Support::Implemented, "{k}");
+    }
+    for k in [
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+        "group.coordinator.threads",
+    ] {
+        assert_eq!(
+            broker_key(k).unwrap().support,
+            Support::NotImplemented,
+            "{k}"
+        );
+    }
     assert_eq!(
-        broker_key("group.min.session.timeout.ms").unwrap().support,
+        broker_key("group.share.max.size").unwrap().support,
         Support::Planned
     );
     assert_eq!(

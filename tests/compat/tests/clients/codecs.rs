@@ -5,10 +5,11 @@
 //! uncompressed batches and only the on-disk check would notice.
 //!
 //! A second librdkafka rule (every version, `rdkafka_feature.c`): its LZ4 feature dates from
-//! Kafka 0.8.2 and is keyed on the broker advertising FindCoordinator. Until the consumer-group
-//! APIs land (issue 6) Skiff does not, so librdkafka-based clients send "lz4" batches
-//! uncompressed; [`librdkafka_stores`] expects exactly that then, and lz4 as soon as
-//! FindCoordinator is advertised. kafka-python has no such rule.
+//! Kafka 0.8.2 and is keyed on the broker advertising FindCoordinator. Skiff advertises it
+//! since the consumer-group APIs (issue 6), so librdkafka-based clients really send lz4; a
+//! broker without FindCoordinator would get "lz4" batches uncompressed, which is what
+//! [`librdkafka_stores`] expects if the advertisement ever went away (it asks the broker).
+//! kafka-python has no such rule.
 
 use rdkafka::Offset;
 use serde_json::json;
