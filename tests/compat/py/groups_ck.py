@@ -30,7 +30,6 @@ import time
 import traceback
 
 import confluent_kafka as ck
-from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from _common import main, progress
@@ -277,6 +276,9 @@ def kip848_admin(p):
     """A KIP-848 member of p.group (group.protocol=consumer, p.assignor) owns p.topic; p.idle is
     an Empty classic group (a classic member committed and left). The AdminClient describes
     both (ConsumerGroupDescribe for the consumer group) and lists groups by state and type."""
+    # PyPI's 2.x only (Debian's 1.7.0, which runs this script's other commands, has neither).
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+
     idle = ck.Consumer(ADAPTER.conf(dict(p, group=p["idle"]), {"client.id": "idle-member"}))
     idle.subscribe([p["topic"]])
     deadline = time.time() + groups_common.WAIT_S
