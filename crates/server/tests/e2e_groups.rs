@@ -160,24 +160,7 @@ async fn fetch_offsets(
     groups: &[&str],
     topic: &str,
 ) -> Vec<(i16, i64, String, i16)> {
-    let req = OffsetFetchRequest {
-        groups: groups
-            .iter()
-            .map(|g| OffsetFetchRequestGroup {
-                group_id: (*g).into(),
-                member_id: None,
-                member_epoch: -1,
-                topics: Some(vec![OffsetFetchRequestTopics {
-                    name: topic.into(),
-                    partition_indexes: vec![0],
-                }]),
-            })
-            .collect(),
-        ..OffsetFetchRequest::default()
-    };
-    let ResponseBody::OffsetFetch(r) = c.call(8, req).await else {
-        panic!("not an OffsetFetch response")
-    };
+    let r = offset_fetch(c, groups, topic, &[0]).await;
     r.groups
         .into_iter()
         .map(|g| {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{Client, DEADLINE, create_topic};
+use common::{Client, DEADLINE, create_topic, offset_fetch};
 use skiff_config::{BrokerConfig, ConfigSources};
 use skiff_protocol::*;
 use skiff_server::{LiveConfig, Server, ServerSettings};
@@ -103,24 +103,7 @@ async fn commit_round(c: &mut Client, group: &str, generation: i32, member: &str
 type Fetched = Vec<(i16, Vec<(i64, String, i16)>)>;
 
 async fn fetch_offsets(c: &mut Client, groups: &[&str]) -> Fetched {
-    let req = OffsetFetchRequest {
-        groups: groups
-            .iter()
-            .map(|g| OffsetFetchRequestGroup {
-                group_id: (*g).into(),
-                member_id: None,
-                member_epoch: -1,
-                topics: Some(vec![OffsetFetchRequestTopics {
-                    name: "t".into(),
-                    partition_indexes: (0..PARTITIONS).collect(),
-                }]),
-            })
-            .collect(),
-        ..OffsetFetchRequest::default()
-    };
-    let ResponseBody::OffsetFetch(r) = c.call(8, req).await else {
-        panic!("not an OffsetFetch response")
-    };
+    let r = offset_fetch(c, groups, "t", &(0..PARTITIONS).collect::<Vec<_>>()).await;
     r.groups
         .into_iter()
         .map(|g| {

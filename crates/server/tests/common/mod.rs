@@ -303,3 +303,31 @@ pub async fn list_offset(
         other => panic!("unexpected {other:?}"),
     }
 }
+
+/// OffsetFetch v8 (batched groups) of `partitions` of `topic` for each group in `groups`.
+pub async fn offset_fetch(
+    c: &mut Client,
+    groups: &[&str],
+    topic: &str,
+    partitions: &[i32],
+) -> OffsetFetchResponse {
+    let req = OffsetFetchRequest {
+        groups: groups
+            .iter()
+            .map(|g| OffsetFetchRequestGroup {
+                group_id: (*g).into(),
+                member_id: None,
+                member_epoch: -1,
+                topics: Some(vec![OffsetFetchRequestTopics {
+                    name: topic.into(),
+                    partition_indexes: partitions.to_vec(),
+                }]),
+            })
+            .collect(),
+        ..OffsetFetchRequest::default()
+    };
+    let ResponseBody::OffsetFetch(r) = c.call(8, req).await else {
+        panic!("not an OffsetFetch response")
+    };
+    r
+}
