@@ -120,6 +120,15 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
+        // Signal handlers first: a SIGTERM that arrives right after the ready line (or during
+        // start-up) must shut down cleanly, not hit the default action and kill the process.
+        let signals = match Signals::install() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for signals");
+                None
+            }
+        };
         let server = match Server::start(server_settings, topic_configs).await {
             Ok(s) => s,
             Err(e) if e.is_configuration() => {
@@ -143,8 +152,9 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
             let _ = out.flush();
         }
-        if let Err(e) = wait_for_signal().await {
-            tracing::error!(error = %e, "cannot listen for signals; shutting down");
+        match signals {
+            Some(mut s) => s.wait().await,
+            None => tracing::error!("no signal handlers; shutting down"),
         }
         match tokio::time::timeout(Duration::from_millis(SHUTDOWN_MS_MAX), server.shutdown()).await
         {
@@ -164,13 +174,25 @@ fn serve(args: ServeArgs) -> ExitCode {
     code
 }
 
-async fn wait_for_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = int.recv() => tracing::info!("SIGINT received"),
+/// SIGTERM and SIGINT streams, installed before the server starts.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
     }
-    Ok(())
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => tracing::info!("SIGTERM received"),
+            _ = self.int.recv() => tracing::info!("SIGINT received"),
+        }
+    }
 }
