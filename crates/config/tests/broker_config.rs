@@ -515,14 +515,12 @@ fn keys_skiff_acts_on_are_marked_implemented() {
         "group.consumer.assignors",
         "offsets.retention.minutes",
         "offset.metadata.max.bytes",
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.heartbeat.interval.ms",
     ] {
         assert_eq!(broker_key(k).unwrap().support, Support::Implemented, "{k}");
     }
-    for k in [
-        "group.consumer.min.session.timeout.ms",
-        "group.consumer.max.heartbeat.interval.ms",
-        "group.coordinator.threads",
-    ] {
+    for k in ["group.coordinator.threads"] {
         assert_eq!(
             broker_key(k).unwrap().support,
             Support::NotImplemented,

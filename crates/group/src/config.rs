@@ -38,6 +38,14 @@ pub struct GroupConfig {
     pub consumer_session_timeout_ms: i32,
     /// `group.consumer.heartbeat.interval.ms` (KIP-848, default 5000).
     pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min.session.timeout.ms` / `group.consumer.max.session.timeout.ms`
+    /// (defaults 45000 / 60000): bounds of the session timeout, checked at start as Kafka does.
+    pub consumer_session_timeout_ms_min: i32,
+    pub consumer_session_timeout_ms_max: i32,
+    /// `group.consumer.min.heartbeat.interval.ms` / `group.consumer.max.heartbeat.interval.ms`
+    /// (defaults 5000 / 15000): bounds of the heartbeat interval.
+    pub consumer_heartbeat_interval_ms_min: i32,
+    pub consumer_heartbeat_interval_ms_max: i32,
     /// `group.consumer.max.size` (KIP-848, default `i32::MAX`).
     pub consumer_group_size_max: i32,
     /// `group.consumer.assignors`, first is the default (Kafka: `uniform,range`).
@@ -57,6 +65,10 @@ impl Default for GroupConfig {
             offset_metadata_bytes_max: 4096,
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
+            consumer_session_timeout_ms_min: 45_000,
+            consumer_session_timeout_ms_max: 60_000,
+            consumer_heartbeat_interval_ms_min: 5_000,
+            consumer_heartbeat_interval_ms_max: 15_000,
             consumer_group_size_max: i32::MAX,
             consumer_assignors: vec![ASSIGNOR_UNIFORM.to_string(), ASSIGNOR_RANGE.to_string()],
         }
@@ -91,12 +103,42 @@ impl GroupConfig {
         if self.consumer_session_timeout_ms < 1 {
             return bad("group.consumer.session.timeout.ms must be at least 1");
         }
-        if self.consumer_heartbeat_interval_ms < 1
-            || self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms
-        {
-            return bad(
-                "group.consumer.heartbeat.interval.ms must be >= 1 and < group.consumer.session.timeout.ms",
-            );
+        if self.consumer_heartbeat_interval_ms < 1 {
+            return bad("group.consumer.heartbeat.interval.ms must be at least 1");
+        }
+        // Kafka's GroupCoordinatorConfig checks, with its messages.
+        let rules = [
+            (
+                self.consumer_heartbeat_interval_ms_max >= self.consumer_heartbeat_interval_ms_min,
+                "group.consumer.max.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+            ),
+            (
+                self.consumer_heartbeat_interval_ms >= self.consumer_heartbeat_interval_ms_min,
+                "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+            ),
+            (
+                self.consumer_heartbeat_interval_ms <= self.consumer_heartbeat_interval_ms_max,
+                "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+            ),
+            (
+                self.consumer_session_timeout_ms_max >= self.consumer_session_timeout_ms_min,
+                "group.consumer.max.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+            ),
+            (
+                self.consumer_session_timeout_ms >= self.consumer_session_timeout_ms_min,
+                "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+            ),
+            (
+                self.consumer_session_timeout_ms <= self.consumer_session_timeout_ms_max,
+                "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms",
+            ),
+            (
+                self.consumer_heartbeat_interval_ms < self.consumer_session_timeout_ms,
+                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+            ),
+        ];
+        if let Some((_, msg)) = rules.iter().find(|(ok, _)| !ok) {
+            return bad(msg);
         }
         if self.consumer_group_size_max < 1 {
             return bad("group.consumer.max.size must be at least 1");
@@ -138,5 +180,86 @@ mod tests {
             ..GroupConfig::default()
         };
         assert!(unknown.validate().is_err());
+    }
+
+    /// KIP-848 session and heartbeat bounds, as Kafka's GroupCoordinatorConfig checks them.
+    #[test]
+    fn consumer_session_and_heartbeat_bounds_table() {
+        let d = GroupConfig::default();
+        let with = |session: i32, hb: i32, s_min: i32, s_max: i32, h_min: i32, h_max: i32| {
+            GroupConfig {
+                consumer_session_timeout_ms: session,
+                consumer_heartbeat_interval_ms: hb,
+                consumer_session_timeout_ms_min: s_min,
+                consumer_session_timeout_ms_max: s_max,
+                consumer_heartbeat_interval_ms_min: h_min,
+                consumer_heartbeat_interval_ms_max: h_max,
+                ..d.clone()
+            }
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+        };
+        let cases: [(&str, Option<String>, Option<&str>); 8] = [
+            (
+                "defaults",
+                with(45_000, 5_000, 45_000, 60_000, 5_000, 15_000),
+                None,
+            ),
+            (
+                "test broker",
+                with(6_000, 500, 6_000, 60_000, 500, 15_000),
+                None,
+            ),
+            (
+                "session below min (Kafka refuses 6000 by default)",
+                with(6_000, 500, 45_000, 60_000, 500, 15_000),
+                Some(
+                    "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+                ),
+            ),
+            (
+                "session above max",
+                with(70_000, 5_000, 45_000, 60_000, 5_000, 15_000),
+                Some(
+                    "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms",
+                ),
+            ),
+            (
+                "session bounds inverted",
+                with(45_000, 5_000, 50_000, 40_000, 5_000, 15_000),
+                Some("group.consumer.max.session.timeout.ms must be greater than or equal"),
+            ),
+            (
+                "heartbeat below min",
+                with(45_000, 500, 45_000, 60_000, 5_000, 15_000),
+                Some(
+                    "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+                ),
+            ),
+            (
+                "heartbeat above max",
+                with(45_000, 20_000, 45_000, 60_000, 5_000, 15_000),
+                Some(
+                    "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+                ),
+            ),
+            (
+                "heartbeat not below session",
+                with(10_000, 10_000, 1_000, 60_000, 1_000, 15_000),
+                Some(
+                    "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+                ),
+            ),
+        ];
+        for (name, got, want) in cases {
+            match want {
+                None => assert_eq!(got, None, "{name}"),
+                Some(w) => assert!(
+                    got.as_deref().is_some_and(|g| g.contains(w)),
+                    "{name}: {got:?}"
+                ),
+            }
+        }
     }
 }

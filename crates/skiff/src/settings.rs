@@ -96,6 +96,22 @@ pub fn group_settings(cfg: &BrokerConfig) -> GroupSettings {
         "group.consumer.heartbeat.interval.ms",
         c.consumer_heartbeat_interval_ms,
     );
+    c.consumer_session_timeout_ms_min = int(
+        "group.consumer.min.session.timeout.ms",
+        c.consumer_session_timeout_ms_min,
+    );
+    c.consumer_session_timeout_ms_max = int(
+        "group.consumer.max.session.timeout.ms",
+        c.consumer_session_timeout_ms_max,
+    );
+    c.consumer_heartbeat_interval_ms_min = int(
+        "group.consumer.min.heartbeat.interval.ms",
+        c.consumer_heartbeat_interval_ms_min,
+    );
+    c.consumer_heartbeat_interval_ms_max = int(
+        "group.consumer.max.heartbeat.interval.ms",
+        c.consumer_heartbeat_interval_ms_max,
+    );
     c.consumer_group_size_max = int("group.consumer.max.size", c.consumer_group_size_max);
     if let Some(list) = cfg.value("group.consumer.assignors") {
         let names: Vec<String> = list
@@ -206,6 +222,10 @@ mod tests {
             "offsets.topic.num.partitions=4",
             "group.consumer.session.timeout.ms=9000",
             "group.consumer.heartbeat.interval.ms=500",
+            "group.consumer.min.session.timeout.ms=8000",
+            "group.consumer.max.session.timeout.ms=20000",
+            "group.consumer.min.heartbeat.interval.ms=400",
+            "group.consumer.max.heartbeat.interval.ms=900",
             "group.consumer.assignors=range",
         ]))
         .groups;
@@ -226,6 +246,15 @@ mod tests {
                 g.config.consumer_heartbeat_interval_ms
             ),
             (9000, 500)
+        );
+        assert_eq!(
+            (
+                g.config.consumer_session_timeout_ms_min,
+                g.config.consumer_session_timeout_ms_max,
+                g.config.consumer_heartbeat_interval_ms_min,
+                g.config.consumer_heartbeat_interval_ms_max
+            ),
+            (8000, 20000, 400, 900)
         );
         assert_eq!(g.config.consumer_assignors, vec!["range"]);
         assert!(g.config.validate().is_ok());

@@ -52,7 +52,10 @@ pub fn group_broker() -> Broker {
 pub fn group_broker_with(extra: &[(&str, &str)]) -> Broker {
     let mut overrides = vec![
         ("group.min.session.timeout.ms", "1000"),
+        // As on Kafka, a KIP-848 session below 45 s needs its lower bounds lowered too.
+        ("group.consumer.min.session.timeout.ms", "6000"),
         ("group.consumer.session.timeout.ms", "6000"),
+        ("group.consumer.min.heartbeat.interval.ms", "500"),
         ("group.consumer.heartbeat.interval.ms", "500"),
     ];
     overrides.extend_from_slice(extra);
