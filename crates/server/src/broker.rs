@@ -79,9 +79,15 @@ impl Broker {
         topic_configs: Arc<dyn TopicConfigs>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<Arc<Broker>, ServerError> {
+        // Settings first: a refused configuration must not wait for log recovery.
+        settings
+            .groups
+            .config
+            .validate()
+            .map_err(|e| ServerError::Config(e.to_string()))?;
         let metadata_dir = settings
             .metadata_dir()
-            .ok_or_else(|| ServerError::Settings("log.dirs is empty".into()))?;
+            .ok_or_else(|| ServerError::Config("log.dirs is empty".into()))?;
         std::fs::create_dir_all(&metadata_dir)?;
         let metadata = MetadataStore::open(&metadata_dir, settings.node_id)?;
         // Every log dir carries the first one's cluster id (Kafka's storage format); a dir of
@@ -133,11 +139,6 @@ impl Broker {
         }
         let cluster_id = metadata.cluster_id();
         tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
-        settings
-            .groups
-            .config
-            .validate()
-            .map_err(|e| ServerError::Settings(e.to_string()))?;
         let groups = GroupCoordinator::new(settings.groups.clone(), &metadata.image());
         Ok(Arc::new(Broker {
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),

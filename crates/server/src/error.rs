@@ -11,6 +11,9 @@ use skiff_metadata::LogDirError;
 pub enum ServerError {
     #[error("invalid settings: {0}")]
     Settings(String),
+    /// Settings the server refuses to start with (the binary exits 2).
+    #[error("invalid configuration: {0}")]
+    Config(String),
     #[error("cannot bind listener {name} on {addr}: {source}")]
     Bind {
         name: String,
@@ -30,12 +33,16 @@ pub enum ServerError {
 }
 
 impl ServerError {
-    /// Whether the broker cannot start because of what it was configured with (a `log.dirs`
-    /// entry of another cluster): the binary exits 2 for these, as for configuration errors.
+    /// Whether the broker cannot start because of what it was configured with (settings the
+    /// server refuses, such as group bounds Kafka would refuse, or a `log.dirs` entry of
+    /// another cluster): the binary exits 2 for these, as for configuration errors.
     pub fn is_configuration(&self) -> bool {
         matches!(
             self,
-            ServerError::LogDir(LogDirError::OtherCluster { .. } | LogDirError::NoClusterId { .. })
+            ServerError::Config(_)
+                | ServerError::LogDir(
+                    LogDirError::OtherCluster { .. } | LogDirError::NoClusterId { .. }
+                )
         )
     }
 }

@@ -78,7 +78,7 @@ impl Server {
         topic_configs: Arc<dyn TopicConfigs>,
     ) -> Result<Server, ServerError> {
         if settings.listeners.is_empty() {
-            return Err(ServerError::Settings("no listeners configured".into()));
+            return Err(ServerError::Config("no listeners configured".into()));
         }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let listener_settings = settings.listeners.clone();

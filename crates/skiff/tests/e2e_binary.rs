@@ -344,3 +344,24 @@ fn e2e_every_log_dir_is_formatted_and_another_clusters_dir_is_refused() {
         "the foreign dir is left untouched"
     );
 }
+
+/// Group bounds Kafka refuses at start (here a KIP-848 session below
+/// `group.consumer.min.session.timeout.ms`) are a configuration error: exit 2, Kafka's message.
+#[test]
+fn e2e_group_bounds_kafka_refuses_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+        .arg("--override")
+        .arg(format!("log.dirs={}", dir.path().join("data").display()))
+        .args(["--override", "group.consumer.session.timeout.ms=6000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
