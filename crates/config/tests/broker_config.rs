@@ -520,13 +520,10 @@ fn keys_skiff_acts_on_are_marked_implemented() {
     ] {
         assert_eq!(broker_key(k).unwrap().support, Support::Implemented, "{k}");
     }
-    for k in ["group.coordinator.threads"] {
-        assert_eq!(
-            broker_key(k).unwrap().support,
-            Support::NotImplemented,
-            "{k}"
-        );
-    }
+    assert_eq!(
+        broker_key("group.coordinator.threads").unwrap().support,
+        Support::NotImplemented
+    );
     assert_eq!(
         broker_key("group.share.max.size").unwrap().support,
         Support::Planned
