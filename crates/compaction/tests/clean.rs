@@ -163,6 +163,19 @@ fn manager(dir: &std::path::Path) -> Arc<LogManager> {
         .0
 }
 
+/// A manager over `dir` with one offset-strategy log `t-0`: ten versions of key `a` in a
+/// rolled segment (9 removable records), the active segment empty.
+fn ten_versions_of_one_key(dir: &std::path::Path) -> (Arc<LogManager>, TopicPartition, SharedLog) {
+    let logs = manager(dir);
+    let tp = TopicPartition::new("t", 0);
+    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
+    for i in 0..10 {
+        put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
+    }
+    roll(&log);
+    (logs, tp, log)
+}
+
 /// A cleaner with no threads (driven by `clean_due_logs_now`) and its stats.
 fn manual_cleaner(logs: &Arc<LogManager>) -> (LogCleaner, Arc<CleanerStats>) {
     let stats = Arc::new(CleanerStats::new());
@@ -404,13 +417,7 @@ fn readers_during_cleans_see_no_error_and_no_duplicate_offset() {
 #[test]
 fn the_background_cleaner_records_status_and_the_checkpoint() {
     let d = tempfile::tempdir().unwrap();
-    let logs = manager(d.path());
-    let tp = TopicPartition::new("t", 0);
-    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
-    for i in 0..10 {
-        put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
-    }
-    roll(&log);
+    let (logs, tp, _log) = ten_versions_of_one_key(d.path());
     let (cleaner, stats) = manual_cleaner(&logs);
     assert_eq!(cleaner.clean_due_logs_now(), 1);
     let s = stats.get(&tp).unwrap();
@@ -432,13 +439,7 @@ fn the_background_cleaner_records_status_and_the_checkpoint() {
 #[test]
 fn a_failing_log_is_recorded_and_skipped_not_retried_in_a_loop() {
     let d = tempfile::tempdir().unwrap();
-    let logs = manager(d.path());
-    let tp = TopicPartition::new("t", 0);
-    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
-    for i in 0..10 {
-        put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
-    }
-    roll(&log);
+    let (logs, tp, log) = ten_versions_of_one_key(d.path());
     // The segment files stay readable (open fds) but no .cleaned file can be created.
     std::fs::remove_dir_all(log.lock().dir()).unwrap();
     let (cleaner, stats) = manual_cleaner(&logs);
@@ -566,13 +567,7 @@ fn a_pending_delayed_batch_survives_cleans_and_a_restart() {
 #[test]
 fn a_recreated_partition_does_not_inherit_the_cleaner_checkpoint() {
     let d = tempfile::tempdir().unwrap();
-    let logs = manager(d.path());
-    let tp = TopicPartition::new("t", 0);
-    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
-    for i in 0..10 {
-        put(&log, &[rec("a", Some(&i.to_string()), NOW)]);
-    }
-    roll(&log);
+    let (logs, tp, log) = ten_versions_of_one_key(d.path());
     let (cleaner, _stats) = manual_cleaner(&logs);
     assert_eq!(cleaner.clean_due_logs_now(), 1);
     assert_eq!(logs.cleaner_checkpoint(&tp), Some(10));

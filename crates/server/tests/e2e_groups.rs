@@ -131,26 +131,16 @@ async fn commit(
     offset: i64,
     metadata: &str,
 ) -> i16 {
-    let req = OffsetCommitRequest {
-        group_id: group.into(),
-        generation_id_or_member_epoch: generation,
-        member_id: member.into(),
-        group_instance_id: None,
-        retention_time_ms: -1,
-        topics: vec![OffsetCommitRequestTopic {
-            name: topic.into(),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                committed_leader_epoch: -1,
-                committed_metadata: Some(metadata.into()),
-            }],
-        }],
-    };
-    match c.call(8, req).await {
-        ResponseBody::OffsetCommit(r) => r.topics[0].partitions[0].error_code,
-        other => panic!("unexpected {other:?}"),
-    }
+    let r = offset_commit(
+        c,
+        group,
+        generation,
+        member,
+        topic,
+        &[(0, offset, metadata.to_string())],
+    )
+    .await;
+    r.topics[0].partitions[0].error_code
 }
 
 /// OffsetFetch v8 for several groups, partition 0 of `topic`:

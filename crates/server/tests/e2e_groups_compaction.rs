@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{Client, DEADLINE, create_topic, offset_fetch};
+use common::{Client, DEADLINE, create_topic, offset_commit, offset_fetch};
 use skiff_config::{BrokerConfig, ConfigSources};
 use skiff_protocol::*;
 use skiff_server::{LiveConfig, Server, ServerSettings};
@@ -69,27 +69,10 @@ fn offset_of(round: i64, partition: i32) -> i64 {
 
 /// Commits round `round` for every partition of `t` (OffsetCommit v8); asserts success.
 async fn commit_round(c: &mut Client, group: &str, generation: i32, member: &str, round: i64) {
-    let req = OffsetCommitRequest {
-        group_id: group.into(),
-        generation_id_or_member_epoch: generation,
-        member_id: member.into(),
-        group_instance_id: None,
-        retention_time_ms: -1,
-        topics: vec![OffsetCommitRequestTopic {
-            name: "t".into(),
-            partitions: (0..PARTITIONS)
-                .map(|p| OffsetCommitRequestPartition {
-                    partition_index: p,
-                    committed_offset: offset_of(round, p),
-                    committed_leader_epoch: -1,
-                    committed_metadata: Some(metadata(group, round)),
-                })
-                .collect(),
-        }],
-    };
-    let ResponseBody::OffsetCommit(r) = c.call(8, req).await else {
-        panic!("not an OffsetCommit response")
-    };
+    let entries: Vec<(i32, i64, String)> = (0..PARTITIONS)
+        .map(|p| (p, offset_of(round, p), metadata(group, round)))
+        .collect();
+    let r = offset_commit(c, group, generation, member, "t", &entries).await;
     let codes: Vec<i16> = r.topics[0]
         .partitions
         .iter()

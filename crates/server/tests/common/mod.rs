@@ -331,3 +331,37 @@ pub async fn offset_fetch(
     };
     r
 }
+
+/// OffsetCommit v8 of `(partition, offset, metadata)` entries of `topic` for a group member.
+pub async fn offset_commit(
+    c: &mut Client,
+    group: &str,
+    generation: i32,
+    member: &str,
+    topic: &str,
+    entries: &[(i32, i64, String)],
+) -> OffsetCommitResponse {
+    let req = OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id_or_member_epoch: generation,
+        member_id: member.into(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: vec![OffsetCommitRequestTopic {
+            name: topic.into(),
+            partitions: entries
+                .iter()
+                .map(|(p, offset, metadata)| OffsetCommitRequestPartition {
+                    partition_index: *p,
+                    committed_offset: *offset,
+                    committed_leader_epoch: -1,
+                    committed_metadata: Some(metadata.clone()),
+                })
+                .collect(),
+        }],
+    };
+    let ResponseBody::OffsetCommit(r) = c.call(8, req).await else {
+        panic!("not an OffsetCommit response")
+    };
+    r
+}
