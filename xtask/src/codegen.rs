@@ -40,11 +40,67 @@ const RESERVED: &[&str] = &[
     "Box",
 ];
 
-/// Where the definitions live: `$SKIFF_MESSAGE_SPECS`, else `<repo>/../shared/kafka-message-specs`.
-pub fn specs_dir(repo_root: &Path) -> PathBuf {
-    match std::env::var_os("SKIFF_MESSAGE_SPECS") {
-        Some(p) => PathBuf::from(p),
-        None => repo_root.join("../shared/kafka-message-specs"),
+/// The environment variable that names the definitions' directory explicitly.
+pub const SPECS_ENV: &str = "SKIFF_MESSAGE_SPECS";
+
+/// Where Kafka's JSON message definitions are, or why they are not there.
+///
+/// The definitions live outside the repository (`<repo>/../shared/kafka-message-specs`, beside
+/// the development checkout and in CI), so a clone elsewhere has none: generating needs them,
+/// and the drift check is skipped without them (a named `$SKIFF_MESSAGE_SPECS` that does not
+/// exist is an error, never a skip).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Specs {
+    /// A directory that exists.
+    Found(PathBuf),
+    /// The default location `<repo>/../shared/kafka-message-specs` does not exist.
+    AbsentBeside(PathBuf),
+    /// `$SKIFF_MESSAGE_SPECS` names a directory that does not exist.
+    AbsentNamed(PathBuf),
+}
+
+impl Specs {
+    /// Resolves the location from `$SKIFF_MESSAGE_SPECS` (`env`) or the default beside the repo.
+    pub fn locate(repo_root: &Path, env: Option<std::ffi::OsString>) -> Specs {
+        match env.filter(|p| !p.is_empty()) {
+            Some(p) => {
+                let p = PathBuf::from(p);
+                if p.is_dir() {
+                    Specs::Found(p)
+                } else {
+                    Specs::AbsentNamed(p)
+                }
+            }
+            None => {
+                let p = repo_root.join("../shared/kafka-message-specs");
+                if p.is_dir() {
+                    Specs::Found(p)
+                } else {
+                    Specs::AbsentBeside(p)
+                }
+            }
+        }
+    }
+
+    /// [`Specs::locate`] with this process's `$SKIFF_MESSAGE_SPECS`.
+    pub fn from_env(repo_root: &Path) -> Specs {
+        Specs::locate(repo_root, std::env::var_os(SPECS_ENV))
+    }
+
+    /// The directory, or a message that says where it was looked for and what to do.
+    pub fn dir(&self) -> Result<&Path, String> {
+        match self {
+            Specs::Found(p) => Ok(p),
+            Specs::AbsentBeside(p) => Err(format!(
+                "Kafka's message definitions are not at {} (they sit beside the development \
+                 checkout as shared/kafka-message-specs); set {SPECS_ENV}=<dir with the JSON files>",
+                p.display()
+            )),
+            Specs::AbsentNamed(p) => Err(format!(
+                "{SPECS_ENV}={} is not a directory; point it at Kafka's JSON message definitions",
+                p.display()
+            )),
+        }
     }
 }
 
@@ -224,8 +280,13 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>, String> {
 
 /// Generates into `<repo>/crates/protocol/src/generated`, or compares when `check`.
 pub fn run(repo_root: &Path, check: bool) -> Result<Outcome, String> {
-    let specs = specs_dir(repo_root);
-    let files = format(&generate(&specs)?, repo_root)?;
+    run_with(&Specs::from_env(repo_root), repo_root, check)
+}
+
+/// [`run`] with the definitions' location given; an absent location is an error message.
+pub fn run_with(specs: &Specs, repo_root: &Path, check: bool) -> Result<Outcome, String> {
+    let specs = specs.dir()?;
+    let files = format(&generate(specs)?, repo_root)?;
     let dir = output_dir(repo_root);
     let existing = existing_files(&dir)?;
     if check {

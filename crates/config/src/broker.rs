@@ -61,6 +61,34 @@ pub struct BrokerConfig {
     dynamic: DynamicConfigs,
     listeners: Vec<Listener>,
     advertised: Vec<Listener>,
+    /// Supplied settings that were ignored with a warning (unknown environment variables,
+    /// [`WARN_ONLY_KEYS`]).
+    ignored: Vec<IgnoredSetting>,
+}
+
+/// Names outside the catalogue that Kafka warns about instead of refusing (they belong to
+/// plugins: the authorizer's `super.users`, Confluent's `confluent.*`). A prefix ends in `.`.
+pub const WARN_ONLY_KEYS: &[&str] = &["super.users", "confluent."];
+
+fn warn_only(key: &str) -> bool {
+    WARN_ONLY_KEYS.iter().any(|w| {
+        if w.ends_with('.') {
+            key.starts_with(w)
+        } else {
+            key == *w
+        }
+    })
+}
+
+/// A setting that was supplied and ignored, with the reason; logged at WARN on load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IgnoredSetting {
+    /// The key it maps to.
+    pub key: String,
+    /// Where it came from: `environment variable KAFKA_X`, `the config file`, `--override`.
+    pub source: String,
+    /// Why it was ignored, and what may have been meant.
+    pub reason: String,
 }
 
 fn logged_once() -> &'static Mutex<BTreeSet<String>> {
@@ -140,7 +168,10 @@ impl BrokerConfig {
     /// Builds the configuration from its sources with precedence `--override` > `KAFKA_*`
     /// environment > `--config` file > Skiff's shipped defaults > Kafka's defaults.
     pub fn load(sources: ConfigSources) -> Result<BrokerConfig, ConfigError> {
-        let merged = sources::merge(&sources)?;
+        let sources::Merged {
+            values: merged,
+            env_vars,
+        } = sources::merge(&sources)?;
         let mut statics: BTreeMap<String, String> = SKIFF_SHIPPED_DEFAULTS
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -151,8 +182,42 @@ impl BrokerConfig {
             .collect();
         let mut origins = BTreeMap::new();
         let mut passthrough = BTreeMap::new();
+        let mut ignored = Vec::new();
         for (key, (value, origin)) in &merged {
-            match classify(key, *origin, &raw)? {
+            let classified = match classify(key, *origin, &raw) {
+                Ok(c) => c,
+                Err(e) => {
+                    let var = env_vars.get(key);
+                    if !(warn_only(key) || var.is_some()) {
+                        return Err(e);
+                    }
+                    let suggestion = match &e {
+                        ConfigError::UnknownKey {
+                            suggestion: Some(s),
+                            ..
+                        } => format!("; did you mean `{s}`?"),
+                        _ => String::new(),
+                    };
+                    let setting = IgnoredSetting {
+                        key: key.clone(),
+                        source: var.map_or_else(
+                            || origin.describe().to_string(),
+                            |v| format!("environment variable {v}"),
+                        ),
+                        reason: format!("not a broker configuration Skiff knows{suggestion}"),
+                    };
+                    tracing::warn!(
+                        key = %setting.key,
+                        source = %setting.source,
+                        "ignoring {}: {}",
+                        setting.source,
+                        setting.reason
+                    );
+                    ignored.push(setting);
+                    continue;
+                }
+            };
+            match classified {
                 Some(spec) => {
                     validate::check_broker_value(spec, value)?;
                     if spec.support == Support::NotImplemented {
@@ -197,6 +262,7 @@ impl BrokerConfig {
             dynamic: DynamicConfigs::default(),
             listeners: Vec::new(),
             advertised: Vec::new(),
+            ignored,
         };
         cfg.resolve_listeners()?;
         Ok(cfg)
@@ -242,6 +308,11 @@ impl BrokerConfig {
     /// Where an operator-supplied static value came from.
     pub fn origin(&self, key: &str) -> Option<Origin> {
         self.origins.get(key).copied()
+    }
+
+    /// Supplied settings ignored with a warning (unknown `KAFKA_*` variables, [`WARN_ONLY_KEYS`]).
+    pub fn ignored(&self) -> &[IgnoredSetting] {
+        &self.ignored
     }
 
     /// Accepted keys outside the catalogue (listener overrides, plugin prefixes).

@@ -42,6 +42,15 @@ pub enum ConfigError {
     /// The config file could not be read or parsed.
     #[error("cannot read config file {path}: {reason}")]
     File { path: String, reason: String },
+    /// Two environment variables name one key with different values.
+    #[error(
+        "environment variables {first} and {second} both set `{key}` with different values; unset one of them"
+    )]
+    EnvConflict {
+        key: String,
+        first: String,
+        second: String,
+    },
     /// `--override` without `=`.
     #[error("malformed --override `{0}`: expected KEY=VALUE")]
     BadOverride(String),

@@ -17,7 +17,7 @@ pub mod listeners;
 pub mod sources;
 pub mod validate;
 
-pub use broker::{BrokerConfig, DEFAULT_ADVERTISED, SKIFF_SHIPPED_DEFAULTS};
+pub use broker::{BrokerConfig, DEFAULT_ADVERTISED, IgnoredSetting, SKIFF_SHIPPED_DEFAULTS};
 pub use describe::{ConfigSource, DescribeEntry, SynonymEntry};
 pub use dynamic::{AlterTarget, DynamicConfigs, validate_alter, validate_alter_all};
 pub use error::ConfigError;

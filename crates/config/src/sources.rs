@@ -6,8 +6,12 @@
 //! owned data; no global state.
 //!
 //! Environment mapping (the Apache Kafka image's convention): `KAFKA_LOG_DIRS` -> `log.dirs`;
-//! `_` -> `.`, `__` -> `_`, `___` -> `-`; the JVM/launcher variables listed in
-//! [`IGNORED_ENV`] are skipped.
+//! `_` -> `.`, `__` -> `_`, `___` -> `-`; the Bitnami form `KAFKA_CFG_LOG_DIRS` maps the same
+//! way; the JVM/launcher variables listed in [`IGNORED_ENV`] are skipped. The environment is
+//! shared with other tooling (`KAFKA_BOOTSTRAP_SERVERS`, `KAFKA_CLUSTER_ID`, ...), so a variable
+//! whose key Skiff does not know is not an error: [`crate::BrokerConfig::load`] warns naming
+//! the variable and ignores it (an unknown key in the file or an `--override` stays an error).
+//! Two variables naming one key (`KAFKA_X` and `KAFKA_CFG_X`) must agree.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,12 +66,20 @@ pub const IGNORED_ENV: &[&str] = &[
     "KAFKA_LOG4J_OPTS",
     "KAFKA_JMX_OPTS",
     "KAFKA_HOME",
+    "KAFKA_GC_LOG_OPTS",
+    "KAFKA_DEBUG",
+    "KAFKA_JAVA_OPTS",
 ];
+
+/// The Bitnami image's prefix for broker keys (`KAFKA_CFG_LOG_DIRS` -> `log.dirs`).
+pub const CFG_PREFIX: &str = "KAFKA_CFG_";
 
 /// Maps one environment variable name to a config key, or `None` if it is not a config
 /// variable. `KAFKA_X_Y` -> `x.y`; `__` -> `_`; `___` -> `-`.
 pub fn env_key(var: &str) -> Option<String> {
-    let rest = var.strip_prefix("KAFKA_")?;
+    let rest = var
+        .strip_prefix(CFG_PREFIX)
+        .or_else(|| var.strip_prefix("KAFKA_"))?;
     if rest.is_empty() || IGNORED_ENV.contains(&var) {
         return None;
     }
@@ -134,22 +146,44 @@ pub fn parse_override(s: &str) -> Result<(String, String), ConfigError> {
     Ok((k.to_string(), v.to_string()))
 }
 
-/// Merges the three sources; later layers win. Returns `key -> (value, origin)`.
-pub fn merge(sources: &ConfigSources) -> Result<BTreeMap<String, (String, Origin)>, ConfigError> {
-    let mut out = BTreeMap::new();
+/// The three sources merged: `key -> (value, origin)`, and for keys last set by the
+/// environment the variable that set them (for messages).
+#[derive(Clone, Debug, Default)]
+pub struct Merged {
+    pub values: BTreeMap<String, (String, Origin)>,
+    pub env_vars: BTreeMap<String, String>,
+}
+
+/// Merges the three sources; later layers win. Two environment variables that map to one key
+/// with different values are an error naming both.
+pub fn merge(sources: &ConfigSources) -> Result<Merged, ConfigError> {
+    let mut out = Merged::default();
     if let Some(path) = &sources.file {
         for (k, v) in read_properties_file(path)? {
-            out.insert(k, (v, Origin::File));
+            out.values.insert(k, (v, Origin::File));
         }
     }
-    for (var, v) in &sources.env {
-        if let Some(k) = env_key(var) {
-            out.insert(k, (v.clone(), Origin::Env));
+    let mut env: Vec<&(String, String)> = sources.env.iter().collect();
+    env.sort();
+    for (var, v) in env {
+        let Some(k) = env_key(var) else { continue };
+        if let Some(first) = out.env_vars.get(&k)
+            && let Some((prev, _)) = out.values.get(&k)
+            && prev != v
+        {
+            return Err(ConfigError::EnvConflict {
+                key: k,
+                first: first.clone(),
+                second: var.clone(),
+            });
         }
+        out.values.insert(k.clone(), (v.clone(), Origin::Env));
+        out.env_vars.insert(k, var.clone());
     }
     for o in &sources.overrides {
         let (k, v) = parse_override(o)?;
-        out.insert(k, (v, Origin::Override));
+        out.env_vars.remove(&k);
+        out.values.insert(k, (v, Origin::Override));
     }
     Ok(out)
 }
@@ -174,6 +208,15 @@ mod tests {
             ("KAFKA_LOG4J_OPTS", None),
             ("KAFKA_JMX_OPTS", None),
             ("KAFKA_HOME", None),
+            ("KAFKA_GC_LOG_OPTS", None),
+            ("KAFKA_DEBUG", None),
+            ("KAFKA_CFG_LOG_DIRS", Some("log.dirs")),
+            (
+                "KAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP",
+                Some("listener.security.protocol.map"),
+            ),
+            ("KAFKA_CFG_", None),
+            ("KAFKA_BOOTSTRAP_SERVERS", Some("bootstrap.servers")),
             ("KAFKA_", None),
             ("PATH", None),
         ] {

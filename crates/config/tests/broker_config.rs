@@ -83,12 +83,132 @@ fn env_mapping_and_ignored_launcher_variables() {
     )
     .unwrap();
     assert_eq!(c.get_i64("log.retention.hours"), Some(5));
-    // `___` -> `-`: an unknown key built that way is rejected, proving the mapping ran.
-    let e = load(None, &[("KAFKA_SKIFF_NO___SUCH", "1")], &[]).unwrap_err();
-    assert!(e.to_string().contains("skiff.no-such"), "{e}");
+    // `___` -> `-`: an unknown key built that way is ignored under its mapped name, proving
+    // the mapping ran.
+    let c = load(None, &[("KAFKA_SKIFF_NO___SUCH", "1")], &[]).unwrap();
+    assert_eq!(c.ignored()[0].key, "skiff.no-such");
     // `__` -> `_`
-    let e = load(None, &[("KAFKA_SOME__THING", "1")], &[]).unwrap_err();
-    assert!(e.to_string().contains("some_thing"), "{e}");
+    let c = load(None, &[("KAFKA_SOME__THING", "1")], &[]).unwrap();
+    assert_eq!(c.ignored()[0].key, "some_thing");
+}
+
+/// Issue 12 item 12: variables that common tooling and images set beside a broker are a
+/// warning naming the variable, not a startup error; the file and `--override` stay strict.
+#[test]
+fn stray_kafka_variables_warn_naming_the_variable_and_the_broker_starts() {
+    let stray = [
+        (
+            "KAFKA_BOOTSTRAP_SERVERS",
+            "localhost:9092",
+            "bootstrap.servers",
+        ),
+        ("KAFKA_CLUSTER_ID", "abc", "cluster.id"),
+        ("KAFKA_VERSION", "4.1.0", "version"),
+    ];
+    let pairs: Vec<(&str, &str)> = stray.iter().map(|(v, x, _)| (*v, *x)).collect();
+    let mut pairs = pairs;
+    pairs.push(("KAFKA_GC_LOG_OPTS", "-Xlog:gc"));
+    pairs.push(("KAFKA_DEBUG", "y"));
+    pairs.push(("KAFKA_NUM_PARTITIONS", "4"));
+    let c = load(None, &pairs, &[]).unwrap();
+    assert_eq!(c.num_partitions(), 4, "known variables still apply");
+    let ignored: Vec<(&str, &str)> = c
+        .ignored()
+        .iter()
+        .map(|i| (i.key.as_str(), i.source.as_str()))
+        .collect();
+    for (var, _, key) in stray {
+        let source = format!("environment variable {var}");
+        assert!(
+            ignored.contains(&(key, source.as_str())),
+            "{var}: {ignored:?}"
+        );
+    }
+    // Launcher variables are skipped silently, as before.
+    assert_eq!(ignored.len(), stray.len(), "{ignored:?}");
+    // A near miss keeps its did-you-mean in the warning.
+    let c = load(None, &[("KAFKA_LOG_RETENTION_HOUR", "5")], &[]).unwrap();
+    assert!(
+        c.ignored()[0]
+            .reason
+            .contains("did you mean `log.retention.hours`"),
+        "{:?}",
+        c.ignored()
+    );
+    // The same keys in a file or an --override are still refused.
+    let e = load(None, &[], &["bootstrap.servers=x:1"]).unwrap_err();
+    assert!(matches!(e, ConfigError::UnknownKey { .. }), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let f = props_file(&dir, "cluster.id=abc\n");
+    assert!(load(Some(f), &[], &[]).is_err());
+    // An invalid value for a known key from the environment is still an error.
+    assert!(load(None, &[("KAFKA_NUM_PARTITIONS", "many")], &[]).is_err());
+}
+
+#[test]
+fn bitnami_kafka_cfg_variables_map_like_kafka_variables() {
+    let c = load(
+        None,
+        &[
+            ("KAFKA_CFG_NUM_PARTITIONS", "6"),
+            ("KAFKA_CFG_LOG_RETENTION_HOURS", "7"),
+        ],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.num_partitions(), 6);
+    assert_eq!(c.get_i64("log.retention.hours"), Some(7));
+    assert_eq!(c.origin("num.partitions"), Some(Origin::Env));
+    // Both forms for one key must agree.
+    let c = load(
+        None,
+        &[
+            ("KAFKA_CFG_NUM_PARTITIONS", "6"),
+            ("KAFKA_NUM_PARTITIONS", "6"),
+        ],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.num_partitions(), 6);
+    let e = load(
+        None,
+        &[
+            ("KAFKA_CFG_NUM_PARTITIONS", "6"),
+            ("KAFKA_NUM_PARTITIONS", "3"),
+        ],
+        &[],
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("KAFKA_CFG_NUM_PARTITIONS") && msg.contains("KAFKA_NUM_PARTITIONS"),
+        "{msg}"
+    );
+    // --override still wins over both.
+    let c = load(
+        None,
+        &[("KAFKA_CFG_NUM_PARTITIONS", "6")],
+        &["num.partitions=2"],
+    )
+    .unwrap();
+    assert_eq!(c.num_partitions(), 2);
+}
+
+/// Keys Kafka itself only warns about (plugin keys) warn from any source.
+#[test]
+fn plugin_keys_kafka_only_warns_about_are_ignored_with_a_warning() {
+    let c = load(
+        None,
+        &[],
+        &[
+            "super.users=User:admin",
+            "confluent.support.metrics.enable=false",
+        ],
+    )
+    .unwrap();
+    let keys: Vec<&str> = c.ignored().iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(keys, ["confluent.support.metrics.enable", "super.users"]);
+    assert!(c.ignored().iter().all(|i| i.source == "--override"));
 }
 
 #[test]
