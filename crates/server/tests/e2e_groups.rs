@@ -745,7 +745,7 @@ async fn e2e_groups_durable_offsets_topic_answers_after_fsync() {
 async fn e2e_groups_offsets_of_an_empty_group_expire_after_retention() {
     let retention = |s: &mut ServerSettings| {
         group_settings(s);
-        s.groups.config.offsets_retention_ms = 300;
+        s.groups.config.offsets_retention_ms = 1_000;
         s.groups.config.offsets_retention_check_interval_ms = 50;
     };
     let t = start_with(retention).await;
@@ -753,7 +753,12 @@ async fn e2e_groups_offsets_of_an_empty_group_expire_after_retention() {
     create_topic(&mut c, "t", 1).await;
     let committed_at = Instant::now();
     assert_eq!(commit(&mut c, "fleeting", -1, "", "t", 5, "").await, 0);
-    assert_eq!(fetch_offsets(&mut c, &["fleeting"], "t").await[0].1, 5);
+    // Read back before the retention can have run out (on a loaded machine the read itself
+    // may come late: then only "not expired too early" below can be checked).
+    let first = fetch_offsets(&mut c, &["fleeting"], "t").await[0].1;
+    if committed_at.elapsed() < Duration::from_millis(900) {
+        assert_eq!(first, 5, "the commit did not read back");
+    }
     loop {
         if fetch_offsets(&mut c, &["fleeting"], "t").await[0].1 == -1 {
             break;
@@ -765,7 +770,7 @@ async fn e2e_groups_offsets_of_an_empty_group_expire_after_retention() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(
-        committed_at.elapsed() >= Duration::from_millis(250),
+        committed_at.elapsed() >= Duration::from_millis(950),
         "expired too early"
     );
     // The expiry was written to the log (tombstones): it survives a restart.
