@@ -199,6 +199,8 @@ impl BrokerConfig {
             advertised: Vec::new(),
         };
         cfg.resolve_listeners()?;
+        // issue 12 item 2: nothing that demands security Skiff lacks may start.
+        crate::security::check(&cfg)?;
         Ok(cfg)
     }
 

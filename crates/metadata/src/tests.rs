@@ -102,6 +102,27 @@ fn producer_ids_never_reused_across_restarts() {
     );
 }
 
+/// issue 12 item 10: after a reservation no id at or below the reserved one is issued, even
+/// when the log's blocks are behind it (a lost tail), and the new block is durable.
+#[test]
+fn reserved_producer_ids_are_never_issued() {
+    let (_t, p) = dir();
+    let s = MetadataStore::open(&p, 1).unwrap();
+    assert_eq!(s.allocate_producer_id().unwrap(), 0);
+    // The current block (0..1000) is dropped: the next id is above the reservation.
+    s.reserve_producer_ids_above(41);
+    assert_eq!(s.allocate_producer_id().unwrap(), 42);
+    assert_eq!(s.allocate_producer_id().unwrap(), 43);
+    // A reservation below what is issued already changes nothing.
+    s.reserve_producer_ids_above(5);
+    assert_eq!(s.allocate_producer_id().unwrap(), 44);
+    s.close().unwrap();
+    drop(s);
+    let s = MetadataStore::open(&p, 1).unwrap();
+    let next = s.allocate_producer_id().unwrap();
+    assert!(next >= 42 + crate::PRODUCER_ID_BLOCK_SIZE, "block 42.. was recorded: {next}");
+}
+
 #[test]
 fn topic_names() {
     for (name, ok) in [
