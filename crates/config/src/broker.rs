@@ -151,18 +151,20 @@ impl BrokerConfig {
             .collect();
         let mut origins = BTreeMap::new();
         let mut passthrough = BTreeMap::new();
+        // Logged only once the security check passed: a refused key is never "accepted".
+        let mut not_implemented = Vec::new();
         for (key, (value, origin)) in &merged {
             match classify(key, *origin, &raw)? {
                 Some(spec) => {
                     validate::check_broker_value(spec, value)?;
                     if spec.support == Support::NotImplemented {
-                        log_not_implemented(key);
+                        not_implemented.push(key);
                     }
                     statics.insert(key.clone(), normalise(spec, value));
                     origins.insert(key.clone(), *origin);
                 }
                 None => {
-                    log_not_implemented(key);
+                    not_implemented.push(key);
                     passthrough.insert(key.clone(), value.clone());
                 }
             }
@@ -201,6 +203,9 @@ impl BrokerConfig {
         cfg.resolve_listeners()?;
         // issue 12 item 2: nothing that demands security Skiff lacks may start.
         crate::security::check(&cfg)?;
+        for key in not_implemented {
+            log_not_implemented(key);
+        }
         Ok(cfg)
     }
 

@@ -35,7 +35,8 @@ use crate::error::ConfigError;
 pub const SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
 
 const MAP_KEY: &str = "listener.security.protocol.map";
-const NOT_YET: &str = "TLS and SASL are not implemented by Skiff yet; only PLAINTEXT listeners can be served";
+const NOT_YET: &str =
+    "TLS and SASL are not implemented by Skiff yet; only PLAINTEXT listeners can be served";
 
 /// Refuses configuration that demands security Skiff does not have (see the module doc).
 pub fn check(cfg: &BrokerConfig) -> Result<(), ConfigError> {
@@ -60,14 +61,18 @@ pub fn check(cfg: &BrokerConfig) -> Result<(), ConfigError> {
                 return Err(refused(
                     key,
                     name,
-                    format!("listener {name} uses security protocol {p} (via {MAP_KEY}); {NOT_YET}"),
+                    format!(
+                        "listener {name} uses security protocol {p} (via {MAP_KEY}); {NOT_YET}"
+                    ),
                 ));
             }
             None => {
                 return Err(refused(
                     key,
                     name,
-                    format!("No security protocol defined for listener {name}; map it in {MAP_KEY} (e.g. {name}:PLAINTEXT)"),
+                    format!(
+                        "No security protocol defined for listener {name}; map it in {MAP_KEY} (e.g. {name}:PLAINTEXT)"
+                    ),
                 ));
             }
         }
@@ -75,7 +80,11 @@ pub fn check(cfg: &BrokerConfig) -> Result<(), ConfigError> {
     if let Some(p) = set_value(cfg, "security.inter.broker.protocol")
         && !p.eq_ignore_ascii_case("PLAINTEXT")
     {
-        return Err(refused("security.inter.broker.protocol", &p, NOT_YET.to_string()));
+        return Err(refused(
+            "security.inter.broker.protocol",
+            &p,
+            NOT_YET.to_string(),
+        ));
     }
     if let Some(v) = set_value(cfg, "authorizer.class.name") {
         return Err(refused(
@@ -113,7 +122,9 @@ pub fn check(cfg: &BrokerConfig) -> Result<(), ConfigError> {
                 return Err(refused(
                     "max.connections.per.ip.overrides",
                     &v,
-                    format!("per-host connection limits are not implemented by Skiff yet, so `{entry}` (below max.connections.per.ip={limit}) would not be enforced; unset it"),
+                    format!(
+                        "per-host connection limits are not implemented by Skiff yet, so `{entry}` (below max.connections.per.ip={limit}) would not be enforced; unset it"
+                    ),
                 ));
             }
         }
@@ -202,37 +213,135 @@ mod tests {
         let cases: &[(&[&str], Option<&[&str]>)] = &[
             (&[], None),
             (&[l], None),
-            (&["listeners=SASL_SSL://127.0.0.1:0"], Some(&["listeners", "SASL_SSL", "not implemented"])),
-            (&["listeners=SSL://127.0.0.1:0"], Some(&["listener SSL uses security protocol SSL"])),
-            (&["listeners=SASL_PLAINTEXT://127.0.0.1:0"], Some(&["SASL_PLAINTEXT"])),
-            (&["listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:1"], Some(&["SSL"])),
+            (
+                &["listeners=SASL_SSL://127.0.0.1:0"],
+                Some(&["listeners", "SASL_SSL", "not implemented"]),
+            ),
+            (
+                &["listeners=SSL://127.0.0.1:0"],
+                Some(&["listener SSL uses security protocol SSL"]),
+            ),
+            (
+                &["listeners=SASL_PLAINTEXT://127.0.0.1:0"],
+                Some(&["SASL_PLAINTEXT"]),
+            ),
+            (
+                &["listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:1"],
+                Some(&["SSL"]),
+            ),
             // Names map through the map.
-            (&["listeners=INTERNAL://127.0.0.1:0", "listener.security.protocol.map=INTERNAL:PLAINTEXT"], None),
-            (&["listeners=INTERNAL://127.0.0.1:0", "listener.security.protocol.map=INTERNAL:SASL_SSL"], Some(&["listener INTERNAL uses security protocol SASL_SSL"])),
-            (&["listeners=PLAINTEXT://127.0.0.1:0", "listener.security.protocol.map=PLAINTEXT:SSL"], Some(&["listener PLAINTEXT uses security protocol SSL"])),
-            (&["listeners=INTERNAL://127.0.0.1:0"], Some(&["No security protocol defined for listener INTERNAL"])),
-            (&[l, "listener.security.protocol.map=PLAINTEXT:TLS"], Some(&["`TLS` is not a security protocol"])),
-            (&[l, "listener.security.protocol.map=PLAINTEXT"], Some(&["LISTENER_NAME:PROTOCOL"])),
+            (
+                &[
+                    "listeners=INTERNAL://127.0.0.1:0",
+                    "listener.security.protocol.map=INTERNAL:PLAINTEXT",
+                ],
+                None,
+            ),
+            (
+                &[
+                    "listeners=INTERNAL://127.0.0.1:0",
+                    "listener.security.protocol.map=INTERNAL:SASL_SSL",
+                ],
+                Some(&["listener INTERNAL uses security protocol SASL_SSL"]),
+            ),
+            (
+                &[
+                    "listeners=PLAINTEXT://127.0.0.1:0",
+                    "listener.security.protocol.map=PLAINTEXT:SSL",
+                ],
+                Some(&["listener PLAINTEXT uses security protocol SSL"]),
+            ),
+            (
+                &["listeners=INTERNAL://127.0.0.1:0"],
+                Some(&["No security protocol defined for listener INTERNAL"]),
+            ),
+            (
+                &[l, "listener.security.protocol.map=PLAINTEXT:TLS"],
+                Some(&["`TLS` is not a security protocol"]),
+            ),
+            (
+                &[l, "listener.security.protocol.map=PLAINTEXT"],
+                Some(&["LISTENER_NAME:PROTOCOL"]),
+            ),
             // Advertised, inter-broker and controller listener names.
-            (&[l, "advertised.listeners=SSL://localhost:9093"], Some(&["advertised.listeners", "SSL"])),
-            (&[l, "inter.broker.listener.name=SSL"], Some(&["inter.broker.listener.name"])),
+            (
+                &[l, "advertised.listeners=SSL://localhost:9093"],
+                Some(&["advertised.listeners", "SSL"]),
+            ),
+            (
+                &[l, "inter.broker.listener.name=SSL"],
+                Some(&["inter.broker.listener.name"]),
+            ),
             (&[l, "inter.broker.listener.name=PLAINTEXT"], None),
             (&[l, "controller.listener.names=CONTROLLER"], None),
-            (&[l, "controller.listener.names=CONTROLLER", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"], Some(&["controller.listener.names", "CONTROLLER uses security protocol SSL"])),
-            (&[l, "security.inter.broker.protocol=SASL_SSL"], Some(&["security.inter.broker.protocol"])),
+            (
+                &[
+                    l,
+                    "controller.listener.names=CONTROLLER",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+                ],
+                Some(&[
+                    "controller.listener.names",
+                    "CONTROLLER uses security protocol SSL",
+                ]),
+            ),
+            (
+                &[l, "security.inter.broker.protocol=SASL_SSL"],
+                Some(&["security.inter.broker.protocol"]),
+            ),
             (&[l, "security.inter.broker.protocol=PLAINTEXT"], None),
             // Authorization and policies.
-            (&[l, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"], Some(&["authorizer.class.name", "StandardAuthorizer", "not implemented"])),
+            (
+                &[
+                    l,
+                    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                ],
+                Some(&[
+                    "authorizer.class.name",
+                    "StandardAuthorizer",
+                    "not implemented",
+                ]),
+            ),
             (&[l, "authorizer.class.name="], None),
-            (&[l, "create.topic.policy.class.name=com.example.P"], Some(&["create.topic.policy.class.name"])),
-            (&[l, "alter.config.policy.class.name=com.example.P"], Some(&["alter.config.policy.class.name"])),
-            (&[l, "delete.topic.enable=false"], Some(&["delete.topic.enable"])),
+            (
+                &[l, "create.topic.policy.class.name=com.example.P"],
+                Some(&["create.topic.policy.class.name"]),
+            ),
+            (
+                &[l, "alter.config.policy.class.name=com.example.P"],
+                Some(&["alter.config.policy.class.name"]),
+            ),
+            (
+                &[l, "delete.topic.enable=false"],
+                Some(&["delete.topic.enable"]),
+            ),
             (&[l, "delete.topic.enable=true"], None),
-            (&[l, "max.connections.per.ip.overrides=10.0.0.1:0"], Some(&["max.connections.per.ip.overrides", "10.0.0.1:0"])),
-            (&[l, "max.connections.per.ip=5", "max.connections.per.ip.overrides=10.0.0.1:50"], None),
+            (
+                &[l, "max.connections.per.ip.overrides=10.0.0.1:0"],
+                Some(&["max.connections.per.ip.overrides", "10.0.0.1:0"]),
+            ),
+            (
+                &[
+                    l,
+                    "max.connections.per.ip=5",
+                    "max.connections.per.ip.overrides=10.0.0.1:50",
+                ],
+                None,
+            ),
             // Keys that only apply to TLS/SASL listeners stay harmless on a PLAINTEXT broker.
-            (&[l, "ssl.client.auth=required", "sasl.enabled.mechanisms=SCRAM-SHA-512", "ssl.keystore.location=/k.jks"], None),
-            (&[l, "listener.name.plaintext.ssl.client.auth=required"], None),
+            (
+                &[
+                    l,
+                    "ssl.client.auth=required",
+                    "sasl.enabled.mechanisms=SCRAM-SHA-512",
+                    "ssl.keystore.location=/k.jks",
+                ],
+                None,
+            ),
+            (
+                &[l, "listener.name.plaintext.ssl.client.auth=required"],
+                None,
+            ),
         ];
         for (overrides, refused) in cases {
             let got = load(overrides);

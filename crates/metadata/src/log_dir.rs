@@ -69,7 +69,9 @@ pub enum MetaState {
     Missing,
     /// A file without a usable `cluster.id` (why, for the message).
     Garbled(String),
-    Formatted { cluster_id: String },
+    Formatted {
+        cluster_id: String,
+    },
 }
 
 /// What to do with a log dir.
@@ -186,9 +188,7 @@ pub fn partition_data_in(dir: &Path) -> std::io::Result<Option<PathBuf>> {
     for part in names {
         for file in std::fs::read_dir(&part)? {
             let file = file?;
-            if file.file_type()?.is_file()
-                && file.file_name().to_string_lossy().ends_with(".log")
-            {
+            if file.file_type()?.is_file() && file.file_name().to_string_lossy().ends_with(".log") {
                 return Ok(Some(file.path()));
             }
         }

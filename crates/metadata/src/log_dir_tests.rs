@@ -67,16 +67,80 @@ fn decide_table() {
     let data = Some("/d/t-0/00000000000000000000.log");
     // (name, meta, data, expected, Ok(decision) or Err(needle in the message))
     #[allow(clippy::type_complexity)]
-    let cases: Vec<(&str, MetaState, Option<&str>, Option<&str>, Result<Decision, &str>)> = vec![
-        ("first dir, empty: format", MetaState::Missing, None, None, Ok(Decision::Format)),
-        ("other dir, empty: format", MetaState::Missing, None, Some("abc"), Ok(Decision::Format)),
-        ("first dir, data, no file", MetaState::Missing, data, None, Err("No `meta.properties` found in log dir /d")),
-        ("other dir, data, no file", MetaState::Missing, data, Some("abc"), Err("holds partition data (/d/t-0/00000000000000000000.log)")),
-        ("first dir, garbled", garbled.clone(), None, None, Err("has no cluster.id (no cluster.id line)")),
-        ("other dir, garbled, data", garbled.clone(), data, Some("abc"), Err("restore it from a backup")),
-        ("first dir, formatted", formatted("xyz"), data, None, Ok(Decision::Use { cluster_id: "xyz".into() })),
-        ("other dir, same cluster", formatted("abc"), data, Some("abc"), Ok(Decision::Use { cluster_id: "abc".into() })),
-        ("other dir, other cluster", formatted("xyz"), None, Some("abc"), Err("belongs to another cluster")),
+    let cases: Vec<(
+        &str,
+        MetaState,
+        Option<&str>,
+        Option<&str>,
+        Result<Decision, &str>,
+    )> = vec![
+        (
+            "first dir, empty: format",
+            MetaState::Missing,
+            None,
+            None,
+            Ok(Decision::Format),
+        ),
+        (
+            "other dir, empty: format",
+            MetaState::Missing,
+            None,
+            Some("abc"),
+            Ok(Decision::Format),
+        ),
+        (
+            "first dir, data, no file",
+            MetaState::Missing,
+            data,
+            None,
+            Err("No `meta.properties` found in log dir /d"),
+        ),
+        (
+            "other dir, data, no file",
+            MetaState::Missing,
+            data,
+            Some("abc"),
+            Err("holds partition data (/d/t-0/00000000000000000000.log)"),
+        ),
+        (
+            "first dir, garbled",
+            garbled.clone(),
+            None,
+            None,
+            Err("has no cluster.id (no cluster.id line)"),
+        ),
+        (
+            "other dir, garbled, data",
+            garbled.clone(),
+            data,
+            Some("abc"),
+            Err("restore it from a backup"),
+        ),
+        (
+            "first dir, formatted",
+            formatted("xyz"),
+            data,
+            None,
+            Ok(Decision::Use {
+                cluster_id: "xyz".into(),
+            }),
+        ),
+        (
+            "other dir, same cluster",
+            formatted("abc"),
+            data,
+            Some("abc"),
+            Ok(Decision::Use {
+                cluster_id: "abc".into(),
+            }),
+        ),
+        (
+            "other dir, other cluster",
+            formatted("xyz"),
+            None,
+            Some("abc"),
+            Err("belongs to another cluster"),
+        ),
     ];
     for (name, meta, data, expected, want) in cases {
         let got = decide("/d", &meta, data, expected);
@@ -101,12 +165,39 @@ fn first_log_dir_with_data_is_never_given_a_new_cluster_id() {
     // (name, setup, refused)
     let cases: [(&str, &[(&str, &[u8])], Option<&str>); 7] = [
         ("empty", &[], None),
-        ("only a lock file and checkpoints", &[(".lock", b"1\n"), ("recovery-point-offset-checkpoint", b"0\n0\n")], None),
-        ("a partition dir without segments", &[("t-0/00000000000000000000.index", b"")], None),
-        ("a non-partition dir with a .log", &[("notes/app.log", b"x")], None),
-        ("a partition segment", &[("t-0/00000000000000000000.log", b"x")], Some("t-0")),
-        ("the metadata log", &[("__cluster_metadata-0/00000000000000000000.log", b"")], Some("__cluster_metadata-0")),
-        ("garbled meta.properties", &[("meta.properties", b"\xff\xfe")], Some("not text")),
+        (
+            "only a lock file and checkpoints",
+            &[
+                (".lock", b"1\n"),
+                ("recovery-point-offset-checkpoint", b"0\n0\n"),
+            ],
+            None,
+        ),
+        (
+            "a partition dir without segments",
+            &[("t-0/00000000000000000000.index", b"")],
+            None,
+        ),
+        (
+            "a non-partition dir with a .log",
+            &[("notes/app.log", b"x")],
+            None,
+        ),
+        (
+            "a partition segment",
+            &[("t-0/00000000000000000000.log", b"x")],
+            Some("t-0"),
+        ),
+        (
+            "the metadata log",
+            &[("__cluster_metadata-0/00000000000000000000.log", b"")],
+            Some("__cluster_metadata-0"),
+        ),
+        (
+            "garbled meta.properties",
+            &[("meta.properties", b"\xff\xfe")],
+            Some("not text"),
+        ),
     ];
     for (i, (name, files, refused)) in cases.iter().enumerate() {
         let dir = tmp.path().join(format!("c{i}"));
@@ -120,15 +211,26 @@ fn first_log_dir_with_data_is_never_given_a_new_cluster_id() {
         match (refused, &got) {
             (None, Ok(id)) => {
                 let text = std::fs::read_to_string(dir.join(META_PROPERTIES)).unwrap();
-                assert!(text.contains(&format!("cluster.id={id}\n")), "{name}: {text}");
-                assert_eq!(first_log_dir_cluster_id(&dir, 1).unwrap(), *id, "{name}: stable");
+                assert!(
+                    text.contains(&format!("cluster.id={id}\n")),
+                    "{name}: {text}"
+                );
+                assert_eq!(
+                    first_log_dir_cluster_id(&dir, 1).unwrap(),
+                    *id,
+                    "{name}: stable"
+                );
             }
             (Some(needle), Err(e)) => {
                 let msg = e.to_string();
                 assert!(msg.contains(needle), "{name}: {msg}");
                 assert!(msg.contains(&dir.display().to_string()), "{name}: {msg}");
                 assert!(e.is_configuration(), "{name}");
-                assert_eq!(std::fs::read(dir.join(META_PROPERTIES)).ok(), before, "{name}: untouched");
+                assert_eq!(
+                    std::fs::read(dir.join(META_PROPERTIES)).ok(),
+                    before,
+                    "{name}: untouched"
+                );
             }
             _ => panic!("{name}: {got:?}, want refused={refused:?}"),
         }

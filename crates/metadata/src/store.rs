@@ -297,10 +297,7 @@ impl MetadataStore {
     pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
         let mut w = self.writer.lock();
         if w.producer_ids.is_empty() {
-            let start = self
-                .image()
-                .next_producer_id_block
-                .max(w.producer_id_floor);
+            let start = self.image().next_producer_id_block.max(w.producer_id_floor);
             let next = start + PRODUCER_ID_BLOCK_SIZE;
             self.commit(
                 &mut w,

@@ -108,19 +108,25 @@ fn producer_ids_never_reused_across_restarts() {
 fn reserved_producer_ids_are_never_issued() {
     let (_t, p) = dir();
     let s = MetadataStore::open(&p, 1).unwrap();
-    assert_eq!(s.allocate_producer_id().unwrap(), 0);
-    // The current block (0..1000) is dropped: the next id is above the reservation.
+    // The log has no block yet (as after losing its tail): ids start above the reservation.
     s.reserve_producer_ids_above(41);
     assert_eq!(s.allocate_producer_id().unwrap(), 42);
     assert_eq!(s.allocate_producer_id().unwrap(), 43);
     // A reservation below what is issued already changes nothing.
     s.reserve_producer_ids_above(5);
     assert_eq!(s.allocate_producer_id().unwrap(), 44);
+    // One inside the current block (42..1042) drops the rest of it.
+    s.reserve_producer_ids_above(100);
+    assert_eq!(s.allocate_producer_id().unwrap(), 1042);
     s.close().unwrap();
     drop(s);
     let s = MetadataStore::open(&p, 1).unwrap();
     let next = s.allocate_producer_id().unwrap();
-    assert!(next >= 42 + crate::PRODUCER_ID_BLOCK_SIZE, "block 42.. was recorded: {next}");
+    assert_eq!(
+        next,
+        1042 + crate::PRODUCER_ID_BLOCK_SIZE,
+        "the blocks were recorded"
+    );
 }
 
 #[test]

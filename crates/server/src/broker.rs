@@ -96,7 +96,11 @@ impl Broker {
         let dir_locks = skiff_storage::dir_lock::lock_dirs(&settings.log_manager.log_dirs)?;
         // The first dir's meta.properties is checked (or written, if the dir is empty) before
         // the metadata log is created in it.
-        let metadata = MetadataStore::open(&metadata_dir, settings.node_id)?;
+        let metadata =
+            MetadataStore::open(&metadata_dir, settings.node_id).map_err(|e| match e {
+                skiff_metadata::MetadataError::LogDir(e) => ServerError::LogDir(e),
+                e => ServerError::Metadata(e),
+            })?;
         // Every log dir carries the first one's cluster id (Kafka's storage format); a dir of
         // another cluster refuses the start before any of its logs is opened.
         let cluster_id = metadata.cluster_id();

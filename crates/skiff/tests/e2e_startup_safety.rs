@@ -248,7 +248,10 @@ fn e2e_second_broker_on_the_same_log_dir_exits_2_and_the_first_is_untouched() {
     assert_eq!(code, Some(2), "the second broker must refuse: {err}");
     assert!(err.contains(&data.display().to_string()), "{err}");
     assert!(err.contains(&format!("pid {}", first.child.id())), "{err}");
-    assert!(!data.join(".kafka_cleanshutdown").exists(), "no clean-shutdown marker written");
+    assert!(
+        !data.join(".kafka_cleanshutdown").exists(),
+        "no clean-shutdown marker written"
+    );
     assert_eq!(std::fs::read(data.join("meta.properties")).unwrap(), meta);
     assert_eq!(std::fs::read_to_string(data.join(".lock")).unwrap(), lock);
 
@@ -289,7 +292,10 @@ fn e2e_unimplemented_security_exits_2() {
     // (overrides, words the message must contain)
     let cases: [(&[&str], &[&str]); 3] = [
         (
-            &["listeners=SASL_SSL://127.0.0.1:0", "ssl.client.auth=required"],
+            &[
+                "listeners=SASL_SSL://127.0.0.1:0",
+                "ssl.client.auth=required",
+            ],
             &["listeners", "SASL_SSL", "not implemented"],
         ),
         (
@@ -332,13 +338,19 @@ fn e2e_data_without_meta_properties_exits_2() {
     assert!(err.contains("No `meta.properties` found"), "{err}");
     assert!(err.contains(&data.display().to_string()), "{err}");
     assert!(err.contains("Restore"), "the fix is in the message: {err}");
-    assert!(!data.join("meta.properties").exists(), "no new cluster id written");
+    assert!(
+        !data.join("meta.properties").exists(),
+        "no new cluster id written"
+    );
 
     std::fs::write(data.join("meta.properties"), "garbage\n").unwrap();
     let (code, err) = run_refused(&mut serve(&[&data], &[]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("meta.properties has no cluster.id"), "{err}");
-    assert_eq!(std::fs::read(data.join("meta.properties")).unwrap(), b"garbage\n");
+    assert_eq!(
+        std::fs::read(data.join("meta.properties")).unwrap(),
+        b"garbage\n"
+    );
 
     std::fs::write(data.join("meta.properties"), &meta).unwrap();
     let b = spawn(&[&data]);
@@ -380,7 +392,10 @@ fn e2e_producer_ids_are_not_reused_after_the_metadata_tail_is_lost() {
     c.create_topic();
     let old = c.init_producer_id();
     for seq in 0..3 {
-        assert_eq!(c.produce(old, seq, &format!("old-{seq}")), (0, i64::from(seq)));
+        assert_eq!(
+            c.produce(old, seq, &format!("old-{seq}")),
+            (0, i64::from(seq))
+        );
     }
     drop(c);
     sigterm(b);
@@ -389,8 +404,15 @@ fn e2e_producer_ids_are_not_reused_after_the_metadata_tail_is_lost() {
     let b = spawn(&[&data]);
     let mut c = Conn::open(b.port);
     let new = c.init_producer_id();
-    assert!(new > old, "producer id {new} reused (the old producer had {old})");
-    assert_eq!(c.produce(new, 0, "new-0"), (0, 3), "a new producer's first batch");
+    assert!(
+        new > old,
+        "producer id {new} reused (the old producer had {old})"
+    );
+    assert_eq!(
+        c.produce(new, 0, "new-0"),
+        (0, 3),
+        "a new producer's first batch"
+    );
     assert_eq!(c.values(), ["old-0", "old-1", "old-2", "new-0"]);
     drop(c);
     sigterm(b);

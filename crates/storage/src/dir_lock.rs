@@ -134,12 +134,12 @@ mod tests {
         }
         let msg = DirLock::acquire(&dir).unwrap_err().to_string();
         assert!(msg.contains(&dir.display().to_string()), "{msg}");
-        assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
-        // The failed attempt did not erase the holder's pid.
-        assert_eq!(
-            std::fs::read_to_string(dir.join(LOCK_FILE)).unwrap(),
-            text
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
         );
+        // The failed attempt did not erase the holder's pid.
+        assert_eq!(std::fs::read_to_string(dir.join(LOCK_FILE)).unwrap(), text);
         drop(held);
         let again = DirLock::acquire(&dir).unwrap();
         drop(again);

@@ -537,11 +537,26 @@ fn max_producer_id_is_never_lowered() {
         ..b(0, 0, 1)
     };
     m.update(&plain, 0, 0);
-    assert_eq!(m.max_producer_id(), None, "non-idempotent batches carry no id");
+    assert_eq!(
+        m.max_producer_id(),
+        None,
+        "non-idempotent batches carry no id"
+    );
     let mut m = seeded();
     assert_eq!(m.max_producer_id(), Some(PID));
-    m.update(&ProducerBatch { producer_id: 3, ..b(0, 0, 1) }, 111, 111);
-    assert_eq!(m.max_producer_id(), Some(PID), "a smaller id does not lower it");
+    m.update(
+        &ProducerBatch {
+            producer_id: 3,
+            ..b(0, 0, 1)
+        },
+        111,
+        111,
+    );
+    assert_eq!(
+        m.max_producer_id(),
+        Some(PID),
+        "a smaller id does not lower it"
+    );
     m.remove_expired(5_000 + exp, exp);
     assert!(m.is_empty());
     assert_eq!(m.max_producer_id(), Some(PID), "expiry keeps it");
