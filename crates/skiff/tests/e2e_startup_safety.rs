@@ -241,11 +241,15 @@ fn e2e_second_broker_on_the_same_log_dir_exits_2_and_the_first_is_untouched() {
     c.create_topic();
     assert_eq!(c.produce(-1, 0, "before").0, 0);
     let meta = std::fs::read(data.join("meta.properties")).unwrap();
-    let lock = std::fs::read_to_string(data.join(".lock")).unwrap();
-    assert_eq!(lock.trim(), first.child.id().to_string());
 
     let (code, err) = run_refused(&mut serve(&[&data], &[]));
     assert_eq!(code, Some(2), "the second broker must refuse: {err}");
+    let lock = std::fs::read_to_string(data.join(".lock")).unwrap();
+    assert_eq!(
+        lock.trim(),
+        first.child.id().to_string(),
+        "the holder's pid"
+    );
     assert!(err.contains(&data.display().to_string()), "{err}");
     assert!(err.contains(&format!("pid {}", first.child.id())), "{err}");
     assert!(
@@ -253,7 +257,6 @@ fn e2e_second_broker_on_the_same_log_dir_exits_2_and_the_first_is_untouched() {
         "no clean-shutdown marker written"
     );
     assert_eq!(std::fs::read(data.join("meta.properties")).unwrap(), meta);
-    assert_eq!(std::fs::read_to_string(data.join(".lock")).unwrap(), lock);
 
     // The first broker still produces and fetches.
     assert_eq!(c.produce(-1, 0, "after"), (0, 1));
