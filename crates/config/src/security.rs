@@ -198,6 +198,9 @@ mod tests {
     use super::*;
     use crate::ConfigSources;
 
+    /// (overrides, `None` = starts, `Some(needles)` = refused with all of them in the message)
+    type Case = (&'static [&'static str], Option<&'static [&'static str]>);
+
     fn load(overrides: &[&str]) -> Result<BrokerConfig, ConfigError> {
         BrokerConfig::load(ConfigSources {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
@@ -208,11 +211,10 @@ mod tests {
     /// Every rule of the module doc: (overrides, None = starts, Some(needles) = refused).
     #[test]
     fn security_check_table() {
-        let l = "listeners=PLAINTEXT://127.0.0.1:0";
-        #[allow(clippy::type_complexity)]
-        let cases: &[(&[&str], Option<&[&str]>)] = &[
+        const L: &str = "listeners=PLAINTEXT://127.0.0.1:0";
+        let cases: &[Case] = &[
             (&[], None),
-            (&[l], None),
+            (&[L], None),
             (
                 &["listeners=SASL_SSL://127.0.0.1:0"],
                 Some(&["listeners", "SASL_SSL", "not implemented"]),
@@ -256,27 +258,27 @@ mod tests {
                 Some(&["No security protocol defined for listener INTERNAL"]),
             ),
             (
-                &[l, "listener.security.protocol.map=PLAINTEXT:TLS"],
+                &[L, "listener.security.protocol.map=PLAINTEXT:TLS"],
                 Some(&["`TLS` is not a security protocol"]),
             ),
             (
-                &[l, "listener.security.protocol.map=PLAINTEXT"],
+                &[L, "listener.security.protocol.map=PLAINTEXT"],
                 Some(&["LISTENER_NAME:PROTOCOL"]),
             ),
             // Advertised, inter-broker and controller listener names.
             (
-                &[l, "advertised.listeners=SSL://localhost:9093"],
+                &[L, "advertised.listeners=SSL://localhost:9093"],
                 Some(&["advertised.listeners", "SSL"]),
             ),
             (
-                &[l, "inter.broker.listener.name=SSL"],
+                &[L, "inter.broker.listener.name=SSL"],
                 Some(&["inter.broker.listener.name"]),
             ),
-            (&[l, "inter.broker.listener.name=PLAINTEXT"], None),
-            (&[l, "controller.listener.names=CONTROLLER"], None),
+            (&[L, "inter.broker.listener.name=PLAINTEXT"], None),
+            (&[L, "controller.listener.names=CONTROLLER"], None),
             (
                 &[
-                    l,
+                    L,
                     "controller.listener.names=CONTROLLER",
                     "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
                 ],
@@ -286,14 +288,14 @@ mod tests {
                 ]),
             ),
             (
-                &[l, "security.inter.broker.protocol=SASL_SSL"],
+                &[L, "security.inter.broker.protocol=SASL_SSL"],
                 Some(&["security.inter.broker.protocol"]),
             ),
-            (&[l, "security.inter.broker.protocol=PLAINTEXT"], None),
+            (&[L, "security.inter.broker.protocol=PLAINTEXT"], None),
             // Authorization and policies.
             (
                 &[
-                    l,
+                    L,
                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                 ],
                 Some(&[
@@ -302,27 +304,27 @@ mod tests {
                     "not implemented",
                 ]),
             ),
-            (&[l, "authorizer.class.name="], None),
+            (&[L, "authorizer.class.name="], None),
             (
-                &[l, "create.topic.policy.class.name=com.example.P"],
+                &[L, "create.topic.policy.class.name=com.example.P"],
                 Some(&["create.topic.policy.class.name"]),
             ),
             (
-                &[l, "alter.config.policy.class.name=com.example.P"],
+                &[L, "alter.config.policy.class.name=com.example.P"],
                 Some(&["alter.config.policy.class.name"]),
             ),
             (
-                &[l, "delete.topic.enable=false"],
+                &[L, "delete.topic.enable=false"],
                 Some(&["delete.topic.enable"]),
             ),
-            (&[l, "delete.topic.enable=true"], None),
+            (&[L, "delete.topic.enable=true"], None),
             (
-                &[l, "max.connections.per.ip.overrides=10.0.0.1:0"],
+                &[L, "max.connections.per.ip.overrides=10.0.0.1:0"],
                 Some(&["max.connections.per.ip.overrides", "10.0.0.1:0"]),
             ),
             (
                 &[
-                    l,
+                    L,
                     "max.connections.per.ip=5",
                     "max.connections.per.ip.overrides=10.0.0.1:50",
                 ],
@@ -331,7 +333,7 @@ mod tests {
             // Keys that only apply to TLS/SASL listeners stay harmless on a PLAINTEXT broker.
             (
                 &[
-                    l,
+                    L,
                     "ssl.client.auth=required",
                     "sasl.enabled.mechanisms=SCRAM-SHA-512",
                     "ssl.keystore.location=/k.jks",
@@ -339,7 +341,7 @@ mod tests {
                 None,
             ),
             (
-                &[l, "listener.name.plaintext.ssl.client.auth=required"],
+                &[L, "listener.name.plaintext.ssl.client.auth=required"],
                 None,
             ),
         ];

@@ -2,6 +2,18 @@
 
 use super::*;
 
+/// Files to create in a log dir: (path inside it, body).
+type Files = &'static [(&'static str, &'static [u8])];
+
+/// One decision case: (name, meta.properties, data found, expected id, decision or needle).
+type DecideCase = (
+    &'static str,
+    MetaState,
+    Option<&'static str>,
+    Option<&'static str>,
+    Result<Decision, &'static str>,
+);
+
 #[test]
 fn format_log_dir_table() {
     let tmp = tempfile::tempdir().unwrap();
@@ -66,14 +78,7 @@ fn decide_table() {
     let garbled = MetaState::Garbled("no cluster.id line".into());
     let data = Some("/d/t-0/00000000000000000000.log");
     // (name, meta, data, expected, Ok(decision) or Err(needle in the message))
-    #[allow(clippy::type_complexity)]
-    let cases: Vec<(
-        &str,
-        MetaState,
-        Option<&str>,
-        Option<&str>,
-        Result<Decision, &str>,
-    )> = vec![
+    let cases: Vec<DecideCase> = vec![
         (
             "first dir, empty: format",
             MetaState::Missing,
@@ -162,8 +167,8 @@ fn decide_table() {
 #[test]
 fn first_log_dir_with_data_is_never_given_a_new_cluster_id() {
     let tmp = tempfile::tempdir().unwrap();
-    // (name, setup, refused)
-    let cases: [(&str, &[(&str, &[u8])], Option<&str>); 7] = [
+    // (name, files to create with their bodies, refused: a needle of the message)
+    let cases: [(&str, Files, Option<&str>); 7] = [
         ("empty", &[], None),
         (
             "only a lock file and checkpoints",
