@@ -183,6 +183,8 @@ impl BrokerConfig {
         let mut origins = BTreeMap::new();
         let mut passthrough = BTreeMap::new();
         let mut ignored = Vec::new();
+        // Logged only once the security check passed: a refused key is never "accepted".
+        let mut not_implemented = Vec::new();
         for (key, (value, origin)) in &merged {
             let classified = match classify(key, *origin, &raw) {
                 Ok(c) => c,
@@ -221,13 +223,13 @@ impl BrokerConfig {
                 Some(spec) => {
                     validate::check_broker_value(spec, value)?;
                     if spec.support == Support::NotImplemented {
-                        log_not_implemented(key);
+                        not_implemented.push(key);
                     }
                     statics.insert(key.clone(), normalise(spec, value));
                     origins.insert(key.clone(), *origin);
                 }
                 None => {
-                    log_not_implemented(key);
+                    not_implemented.push(key);
                     passthrough.insert(key.clone(), value.clone());
                 }
             }
@@ -265,6 +267,11 @@ impl BrokerConfig {
             ignored,
         };
         cfg.resolve_listeners()?;
+        // issue 12 item 2: nothing that demands security Skiff lacks may start.
+        crate::security::check(&cfg)?;
+        for key in not_implemented {
+            log_not_implemented(key);
+        }
         Ok(cfg)
     }
 

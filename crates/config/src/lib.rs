@@ -5,6 +5,8 @@
 //! merges them with precedence and validates every value, [`dynamic`] holds the runtime layers
 //! changed by AlterConfigs, and [`describe`] renders DescribeConfigs entries the way Kafka does.
 //! Topic overrides are validated here and turned into storage's [`skiff_storage::LogConfig`].
+//! [`security`] refuses configuration that demands protection Skiff does not implement yet
+//! (TLS/SASL listeners, an authorizer, ...), so nothing less safe than configured starts.
 //! Everything is plain data or pure functions; callers own the locking.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -14,6 +16,7 @@ pub mod dynamic;
 pub mod error;
 pub mod keys;
 pub mod listeners;
+pub mod security;
 pub mod sources;
 pub mod validate;
 

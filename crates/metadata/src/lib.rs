@@ -15,12 +15,15 @@
 
 mod frame;
 mod image;
+mod log_dir;
 mod store;
 
 pub use image::{MetadataImage, TopicId, TopicInfo};
-pub use store::{
-    LogDirError, META_PROPERTIES, MetadataStore, PRODUCER_ID_BLOCK_SIZE, format_log_dir,
+pub use log_dir::{
+    Decision as LogDirDecision, LogDirError, META_PROPERTIES, MetaState, decide as decide_log_dir,
+    first_log_dir_cluster_id, format_log_dir, partition_data_in,
 };
+pub use store::{MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;
 
@@ -37,6 +40,9 @@ pub enum MetadataError {
     InvalidTopic(String),
     #[error("metadata log: {0}")]
     Storage(String),
+    /// The first log dir cannot be used (its `meta.properties`).
+    #[error("{0}")]
+    LogDir(#[from] LogDirError),
 }
 
 impl MetadataError {
@@ -47,7 +53,7 @@ impl MetadataError {
             MetadataError::UnknownTopic(_) => ErrorCode::UnknownTopicOrPartition,
             MetadataError::InvalidPartitions(_) => ErrorCode::InvalidPartitions,
             MetadataError::InvalidTopic(_) => ErrorCode::InvalidTopicException,
-            MetadataError::Storage(_) => ErrorCode::KafkaStorageError,
+            MetadataError::Storage(_) | MetadataError::LogDir(_) => ErrorCode::KafkaStorageError,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The persisted metadata store: a durable partition log of metadata records plus the image.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -30,6 +30,8 @@ pub const METADATA_TOPIC: &str = "__cluster_metadata";
 struct Writer {
     log: Log,
     producer_ids: std::ops::Range<i64>,
+    /// No id below this is handed out (see [`MetadataStore::reserve_producer_ids_above`]).
+    producer_id_floor: i64,
 }
 
 /// Durable cluster metadata for this node.
@@ -47,7 +49,12 @@ fn storage_err(e: impl std::fmt::Display) -> MetadataError {
 
 impl MetadataStore {
     /// Opens (creating on first start) the metadata log in `metadata_dir` and replays it.
+    /// The log dir holding it must carry `meta.properties` (its cluster id), or be empty and
+    /// is then formatted with a fresh id, before the log is touched
+    /// ([`crate::first_log_dir_cluster_id`]; the caller holds the dir's lock).
     pub fn open(metadata_dir: &Path, node_id: i32) -> Result<Self, MetadataError> {
+        let log_dir = metadata_dir.parent().unwrap_or_else(|| Path::new("."));
+        let cluster_id = crate::first_log_dir_cluster_id(log_dir, node_id)?;
         let config = LogConfig {
             flush_messages: 1,
             ..LogConfig::default()
@@ -77,12 +84,12 @@ impl MetadataStore {
         log.set_high_watermark(leo);
         let mut image = MetadataImage::default();
         replay(&log, &mut image)?;
-        let cluster_id = load_or_create_cluster_id(metadata_dir, node_id)?;
         tracing::info!(topics = image.topics.len(), records_end = leo, %cluster_id, "metadata loaded");
         Ok(MetadataStore {
             writer: Mutex::new(Writer {
                 log,
                 producer_ids: 0..0,
+                producer_id_floor: 0,
             }),
             image: RwLock::new(Arc::new(image)),
             cluster_id,
@@ -264,11 +271,33 @@ impl MetadataStore {
         self.commit(&mut w, records)
     }
 
+    /// Never hands out `max_seen` or any id below it from now on (issue 12 item 10): called at
+    /// start with the largest producer id any hosted partition's producer state has seen, so
+    /// a lost tail of the metadata log (its last ProducerIdsRecord) cannot make an id issued
+    /// before the loss be issued again to a new producer.
+    pub fn reserve_producer_ids_above(&self, max_seen: i64) {
+        let mut w = self.writer.lock();
+        let floor = max_seen.saturating_add(1);
+        if floor > w.producer_id_floor {
+            w.producer_id_floor = floor;
+        }
+        if w.producer_ids.start < floor {
+            w.producer_ids = 0..0;
+        }
+        if self.image().next_producer_id_block < floor {
+            tracing::warn!(
+                next_block = self.image().next_producer_id_block,
+                max_seen,
+                "the metadata log's producer-id blocks are behind the partitions' producer state (lost tail?); new ids start above it"
+            );
+        }
+    }
+
     /// A producer id never handed out before, even across restarts.
     pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
         let mut w = self.writer.lock();
         if w.producer_ids.is_empty() {
-            let start = self.image().next_producer_id_block;
+            let start = self.image().next_producer_id_block.max(w.producer_id_floor);
             let next = start + PRODUCER_ID_BLOCK_SIZE;
             self.commit(
                 &mut w,
@@ -383,173 +412,4 @@ fn replay(log: &Log, image: &mut MetadataImage) -> Result<(), MetadataError> {
         }
     }
     Ok(())
-}
-
-/// The file Kafka's storage format writes at the top of every log dir.
-pub const META_PROPERTIES: &str = "meta.properties";
-
-/// Why a log dir cannot be used for this cluster.
-#[derive(Debug, thiserror::Error)]
-pub enum LogDirError {
-    #[error(
-        "log dir {dir} belongs to another cluster: its meta.properties has cluster.id={found}, \
-         but this broker's cluster.id is {expected} (from the first log dir); remove the dir \
-         from log.dirs or empty it"
-    )]
-    OtherCluster {
-        dir: String,
-        found: String,
-        expected: String,
-    },
-    #[error("log dir {dir}: meta.properties has no cluster.id")]
-    NoClusterId { dir: String },
-    #[error("cannot format log dir {dir}: {message}")]
-    Format { dir: String, message: String },
-}
-
-/// Formats `dir` for `cluster_id` as Kafka's storage format does for every entry of
-/// `log.dirs`: creates the dir and its `meta.properties` (version, node.id, cluster.id, a fresh
-/// directory.id) when missing; a dir already formatted for this cluster is left as it is; one
-/// formatted for another cluster (or without a cluster id) is refused.
-pub fn format_log_dir(dir: &Path, cluster_id: &str, node_id: i32) -> Result<(), LogDirError> {
-    let shown = dir.display().to_string();
-    let fail = |message: String| LogDirError::Format {
-        dir: shown.clone(),
-        message,
-    };
-    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
-    let path = dir.join(META_PROPERTIES);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => match stored_cluster_id(&text) {
-            Some(found) if found == cluster_id => Ok(()),
-            Some(found) => Err(LogDirError::OtherCluster {
-                dir: shown.clone(),
-                found,
-                expected: cluster_id.to_string(),
-            }),
-            None => Err(LogDirError::NoClusterId { dir: shown.clone() }),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            write_meta_properties(&path, cluster_id, node_id).map_err(|e| fail(e.to_string()))
-        }
-        Err(e) => Err(fail(e.to_string())),
-    }
-}
-
-/// The `cluster.id` of a `meta.properties` text (`key=value` lines, spaces around `=`
-/// allowed, `#` comments), if any.
-fn stored_cluster_id(text: &str) -> Option<String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| line.split_once('='))
-        .find(|(key, _)| key.trim() == "cluster.id")
-        .map(|(_, id)| id.trim().to_string())
-        .filter(|id| !id.is_empty())
-}
-
-fn write_meta_properties(path: &Path, cluster_id: &str, node_id: i32) -> std::io::Result<()> {
-    let dir_id = base64_url(Uuid::new_v4().as_bytes());
-    let contents = format!(
-        "#\n#Written by Skiff\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={dir_id}\n"
-    );
-    skiff_storage::checkpoint::write_atomic(path, contents.as_bytes())
-}
-
-/// Reads `cluster.id` from `meta.properties` in the log dir holding `metadata_dir`, creating the
-/// file with a fresh id on first start (Kafka's format: version, node.id, cluster.id).
-fn load_or_create_cluster_id(metadata_dir: &Path, node_id: i32) -> Result<String, MetadataError> {
-    let log_dir: PathBuf = metadata_dir
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let path = log_dir.join(META_PROPERTIES);
-    if let Some(id) = std::fs::read_to_string(&path)
-        .ok()
-        .as_deref()
-        .and_then(stored_cluster_id)
-    {
-        return Ok(id);
-    }
-    let id = base64_url(Uuid::new_v4().as_bytes());
-    write_meta_properties(&path, &id, node_id).map_err(storage_err)?;
-    Ok(id)
-}
-
-/// URL-safe base64 without padding (how Kafka prints UUIDs such as cluster ids).
-fn base64_url(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod log_dir_tests {
-    use super::*;
-
-    #[test]
-    fn format_log_dir_table() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fresh = tmp.path().join("fresh");
-        // Missing dir: created and formatted; formatting again is a no-op.
-        format_log_dir(&fresh, "abc", 3).unwrap();
-        let text = std::fs::read_to_string(fresh.join(META_PROPERTIES)).unwrap();
-        assert!(
-            text.contains("cluster.id=abc\n") && text.contains("node.id=3\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("version=1\n") && text.contains("directory.id="),
-            "{text}"
-        );
-        format_log_dir(&fresh, "abc", 3).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(fresh.join(META_PROPERTIES)).unwrap(),
-            text
-        );
-        // (existing meta.properties, outcome)
-        let cases: [(&str, Result<(), &str>); 4] = [
-            ("version=1\ncluster.id=abc\n", Ok(())),
-            ("#cluster.id=x\ncluster.id = abc\n", Ok(())),
-            ("version=1\ncluster.id=other\n", Err("cluster.id=other")),
-            ("version=1\n", Err("no cluster.id")),
-        ];
-        for (i, (existing, want)) in cases.iter().enumerate() {
-            let dir = tmp.path().join(format!("d{i}"));
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join(META_PROPERTIES), existing).unwrap();
-            let got = format_log_dir(&dir, "abc", 1).map_err(|e| e.to_string());
-            match (want, &got) {
-                (Ok(()), Ok(())) => {}
-                (Err(needle), Err(msg)) => {
-                    assert!(msg.contains(needle), "{existing:?}: {msg}");
-                    assert!(msg.contains(&dir.display().to_string()), "{msg}");
-                }
-                _ => panic!("{existing:?}: {got:?}, want {want:?}"),
-            }
-            // A refused dir is left untouched.
-            assert_eq!(
-                std::fs::read_to_string(dir.join(META_PROPERTIES)).unwrap(),
-                *existing
-            );
-        }
-        // The other cluster's message says what to do.
-        let dir = tmp.path().join("d2");
-        let msg = format_log_dir(&dir, "abc", 1).unwrap_err().to_string();
-        assert!(
-            msg.contains("belongs to another cluster") && msg.contains("abc"),
-            "{msg}"
-        );
-    }
 }

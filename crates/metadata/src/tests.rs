@@ -102,6 +102,33 @@ fn producer_ids_never_reused_across_restarts() {
     );
 }
 
+/// issue 12 item 10: after a reservation no id at or below the reserved one is issued, even
+/// when the log's blocks are behind it (a lost tail), and the new block is durable.
+#[test]
+fn reserved_producer_ids_are_never_issued() {
+    let (_t, p) = dir();
+    let s = MetadataStore::open(&p, 1).unwrap();
+    // The log has no block yet (as after losing its tail): ids start above the reservation.
+    s.reserve_producer_ids_above(41);
+    assert_eq!(s.allocate_producer_id().unwrap(), 42);
+    assert_eq!(s.allocate_producer_id().unwrap(), 43);
+    // A reservation below what is issued already changes nothing.
+    s.reserve_producer_ids_above(5);
+    assert_eq!(s.allocate_producer_id().unwrap(), 44);
+    // One inside the current block (42..1042) drops the rest of it.
+    s.reserve_producer_ids_above(100);
+    assert_eq!(s.allocate_producer_id().unwrap(), 1042);
+    s.close().unwrap();
+    drop(s);
+    let s = MetadataStore::open(&p, 1).unwrap();
+    let next = s.allocate_producer_id().unwrap();
+    assert_eq!(
+        next,
+        1042 + crate::PRODUCER_ID_BLOCK_SIZE,
+        "the blocks were recorded"
+    );
+}
+
 #[test]
 fn topic_names() {
     for (name, ok) in [

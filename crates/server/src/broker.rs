@@ -65,6 +65,9 @@ pub struct Broker {
     pub cleaner_stats: Arc<skiff_compaction::CleanerStats>,
     cluster_id: String,
     shutdown: watch::Receiver<bool>,
+    /// issue 12 item 1: the `.lock` of every log dir, held from before anything touches the
+    /// dirs until [`Broker::release_dir_locks`] after storage is closed (or the broker drops).
+    dir_locks: Mutex<Vec<skiff_storage::dir_lock::DirLock>>,
 }
 
 /// Wall-clock milliseconds.
@@ -88,8 +91,16 @@ impl Broker {
         let metadata_dir = settings
             .metadata_dir()
             .ok_or_else(|| ServerError::Config("log.dirs is empty".into()))?;
-        std::fs::create_dir_all(&metadata_dir)?;
-        let metadata = MetadataStore::open(&metadata_dir, settings.node_id)?;
+        // Every log dir (the metadata log lives in the first) is locked before anything reads
+        // or writes it: recovery, meta.properties, the clean-shutdown marker.
+        let dir_locks = skiff_storage::dir_lock::lock_dirs(&settings.log_manager.log_dirs)?;
+        // The first dir's meta.properties is checked (or written, if the dir is empty) before
+        // the metadata log is created in it.
+        let metadata =
+            MetadataStore::open(&metadata_dir, settings.node_id).map_err(|e| match e {
+                skiff_metadata::MetadataError::LogDir(e) => ServerError::LogDir(e),
+                e => ServerError::Metadata(e),
+            })?;
         // Every log dir carries the first one's cluster id (Kafka's storage format); a dir of
         // another cluster refuses the start before any of its logs is opened.
         let cluster_id = metadata.cluster_id();
@@ -137,6 +148,16 @@ impl Broker {
                 tracing::warn!(%tp, "stray partition: its topic is not in the metadata; it is not served");
             }
         }
+        // issue 12 item 10: the metadata log's producer-id blocks may be behind what partitions
+        // have seen (a lost tail): never issue an id any partition's producer state knows.
+        if let Some(max_pid) = logs
+            .all()
+            .iter()
+            .filter_map(|(_, log)| log.lock().max_producer_id())
+            .max()
+        {
+            metadata.reserve_producer_ids_above(max_pid);
+        }
         let cluster_id = metadata.cluster_id();
         tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
         let groups = GroupCoordinator::new(settings.groups.clone(), &metadata.image());
@@ -153,7 +174,14 @@ impl Broker {
             cleaner_stats: Arc::new(skiff_compaction::CleanerStats::new()),
             cluster_id,
             shutdown,
+            dir_locks: Mutex::new(dir_locks),
         }))
+    }
+
+    /// Releases the log dirs' locks; called once storage is closed (clean-shutdown marker
+    /// written), so another broker may open the dirs.
+    pub fn release_dir_locks(&self) {
+        self.dir_locks.lock().clear();
     }
 
     pub fn node_id(&self) -> i32 {

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use skiff_metadata::LogDirError;
+use skiff_metadata::{LogDirError, MetadataError};
 
 /// Errors starting or stopping the server.
 #[derive(Debug, thiserror::Error)]
@@ -28,21 +28,28 @@ pub enum ServerError {
     /// A `log.dirs` entry formatted for another cluster (or unformattable).
     #[error("{0}")]
     LogDir(#[from] LogDirError),
+    /// A log dir is locked by another broker (issue 12 item 1).
+    #[error("{0}")]
+    DirLock(#[from] skiff_storage::dir_lock::DirLockError),
     #[error("I/O: {0}")]
     Io(#[from] io::Error),
 }
 
 impl ServerError {
     /// Whether the broker cannot start because of what it was configured with (settings the
-    /// server refuses, such as group bounds Kafka would refuse, or a `log.dirs` entry of
-    /// another cluster): the binary exits 2 for these, as for configuration errors.
+    /// server refuses, such as group bounds Kafka would refuse, a `log.dirs` entry of another
+    /// cluster or with data but no `meta.properties`, or a log dir another broker holds): the
+    /// binary exits 2 for these, as for configuration errors.
     pub fn is_configuration(&self) -> bool {
-        matches!(
-            self,
-            ServerError::Config(_)
-                | ServerError::LogDir(
-                    LogDirError::OtherCluster { .. } | LogDirError::NoClusterId { .. }
-                )
-        )
+        match self {
+            ServerError::Config(_) => true,
+            ServerError::LogDir(e) | ServerError::Metadata(MetadataError::LogDir(e)) => {
+                e.is_configuration()
+            }
+            ServerError::DirLock(e) => {
+                matches!(e, skiff_storage::dir_lock::DirLockError::Held { .. })
+            }
+            _ => false,
+        }
     }
 }

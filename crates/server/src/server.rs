@@ -9,7 +9,8 @@
 //! connections stop reading at a frame boundary, long-polling fetches answer now, `/readyz`
 //! turns 503), wait for connections to drain (bounded by `shutdown_drain_ms_max`), stop the
 //! admin port, stop the ticker, then `LogManager::shutdown()` (flush, checkpoints,
-//! clean-shutdown marker) and close the metadata log.
+//! clean-shutdown marker), close the metadata log and release the log dirs' `.lock`s (taken
+//! by `Broker::open` before anything touched the dirs).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -219,6 +220,7 @@ impl Server {
             drop(background);
             broker.logs.shutdown()?;
             broker.metadata.close()?;
+            broker.release_dir_locks();
             Ok::<(), ServerError>(())
         })
         .await

@@ -15,6 +15,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod delivery;
+pub mod dir_lock;
 pub mod error;
 pub mod leader_epoch;
 pub mod log;

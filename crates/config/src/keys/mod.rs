@@ -6,6 +6,13 @@
 //! Kafka's precedence order. Everything here is immutable data plus pure lookups, so it is
 //! `Sync` and needs no locking. Invariants (tested): names are unique, each table is sorted by
 //! name, and every topic synonym is itself a known broker key.
+//!
+//! `Support::NotImplemented` means "accepted, logged once, ignored". That is allowed only for
+//! keys whose being ignored can never leave the broker less safe than configured; a value that
+//! demands authentication, encryption, authorization or a refusal Skiff does not implement
+//! (a TLS/SASL listener, `authorizer.class.name`, `delete.topic.enable=false`, ...) is refused
+//! at start by [`crate::security::check`], whose module doc lists every such key and why the
+//! others (e.g. `ssl.client.auth`, `sasl.enabled.mechanisms`) are harmless.
 
 mod broker_keys;
 mod topic_keys;

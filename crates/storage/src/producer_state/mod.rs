@@ -293,6 +293,10 @@ pub struct ProducerEntrySnapshot {
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerEntry>,
     map_end_offset: i64,
+    /// The largest producer id this state has held since it was built (snapshot entries and
+    /// replayed or appended batches); expiry and truncation never lower it (issue 12 item 10:
+    /// the broker never hands out an id at or below it again).
+    max_producer_id: Option<i64>,
 }
 
 impl ProducerStateManager {
@@ -301,6 +305,7 @@ impl ProducerStateManager {
         Self {
             producers: HashMap::new(),
             map_end_offset,
+            max_producer_id: None,
         }
     }
 
@@ -309,15 +314,23 @@ impl ProducerStateManager {
         map_end_offset: i64,
         entries: impl IntoIterator<Item = ProducerEntry>,
     ) -> Self {
-        let producers = entries
+        let producers: HashMap<i64, ProducerEntry> = entries
             .into_iter()
             .filter(|e| e.producer_id >= 0)
             .map(|e| (e.producer_id, e))
             .collect();
+        let max_producer_id = producers.keys().copied().max();
         Self {
             producers,
             map_end_offset,
+            max_producer_id,
         }
+    }
+
+    /// The largest producer id seen since this state was built (see the field), `None` if
+    /// no idempotent batch or snapshot entry was ever seen.
+    pub fn max_producer_id(&self) -> Option<i64> {
+        self.max_producer_id
     }
 
     /// The log offset this state reflects (exclusive).
@@ -428,6 +441,7 @@ impl ProducerStateManager {
         if !batch.has_producer_id() {
             return;
         }
+        self.max_producer_id = self.max_producer_id.max(Some(batch.producer_id));
         let entry = self
             .producers
             .entry(batch.producer_id)

@@ -39,6 +39,12 @@ impl Log {
         &self.producers.state
     }
 
+    /// The largest producer id this partition's state has held since it was loaded (snapshot
+    /// entries, replayed and appended batches; expiry does not lower it).
+    pub fn max_producer_id(&self) -> Option<i64> {
+        self.producers.state.max_producer_id()
+    }
+
     /// Every known producer of this partition, in producer-id order (DescribeProducers).
     pub fn active_producers(&self) -> Vec<ProducerEntrySnapshot> {
         self.producers.state.active_producers()

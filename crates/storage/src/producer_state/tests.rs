@@ -524,3 +524,46 @@ fn snapshot_files_load_the_newest_valid_one() {
     assert!(files.offsets().is_empty());
     assert!(!snapshot_path(dir.path(), 130).exists());
 }
+
+/// issue 12 item 10: the largest producer id ever held survives expiry and truncation, and
+/// a state restored from snapshot entries starts at their largest id.
+#[test]
+fn max_producer_id_is_never_lowered() {
+    let exp = DEFAULT_PRODUCER_ID_EXPIRATION_MS;
+    let mut m = ProducerStateManager::new(0);
+    assert_eq!(m.max_producer_id(), None);
+    let plain = ProducerBatch {
+        producer_id: NO_PRODUCER_ID,
+        ..b(0, 0, 1)
+    };
+    m.update(&plain, 0, 0);
+    assert_eq!(
+        m.max_producer_id(),
+        None,
+        "non-idempotent batches carry no id"
+    );
+    let mut m = seeded();
+    assert_eq!(m.max_producer_id(), Some(PID));
+    m.update(
+        &ProducerBatch {
+            producer_id: 3,
+            ..b(0, 0, 1)
+        },
+        111,
+        111,
+    );
+    assert_eq!(
+        m.max_producer_id(),
+        Some(PID),
+        "a smaller id does not lower it"
+    );
+    m.remove_expired(5_000 + exp, exp);
+    assert!(m.is_empty());
+    assert_eq!(m.max_producer_id(), Some(PID), "expiry keeps it");
+    let mut m = seeded();
+    m.truncate_to(0);
+    m.truncate_fully_and_start_at(0);
+    assert_eq!(m.max_producer_id(), Some(PID), "truncation keeps it");
+    let restored = ProducerStateManager::from_entries(10, seeded().entries().into_iter().cloned());
+    assert_eq!(restored.max_producer_id(), Some(PID));
+}
