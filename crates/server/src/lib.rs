@@ -29,6 +29,7 @@ pub mod handlers;
 pub mod listener;
 pub mod live_config;
 pub mod sendfile;
+pub mod scrubber;
 pub mod server;
 pub mod settings;
 pub mod stats;

@@ -16,6 +16,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod delivery;
 pub mod error;
+pub mod integrity;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;

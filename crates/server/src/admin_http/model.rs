@@ -79,6 +79,9 @@ pub struct PartitionSummary {
     pub high_watermark: i64,
     pub size_bytes: u64,
     pub segment_count: usize,
+    /// issue 12: quarantined (corrupt) offset ranges; details in the `integrity` section.
+    #[serde(default)]
+    pub quarantined_ranges: usize,
 }
 
 impl PartitionSummary {
@@ -161,6 +164,7 @@ mod tests {
             high_watermark: 40,
             size_bytes: 4096,
             segment_count: 3,
+            quarantined_ranges: 0,
         }
     }
 
