@@ -151,6 +151,8 @@ impl Log {
             found_by: FoundBy::Read,
         };
         self.quarantine(r);
+        // The scrubber verifies this segment next and narrows the range to the damaged bytes.
+        self.integrity.lock().scrub.unmark(segment);
         r
     }
 }

@@ -168,10 +168,17 @@ impl Quarantine {
     }
 
     /// Adds `r`, replacing every range it overlaps or touches in the same segment (the union
-    /// of their offsets, `r`'s location). Returns whether anything changed.
+    /// of their offsets, `r`'s location). A range found by a full verification (scrub,
+    /// recovery) replaces the conservative ranges reads recorded in its segment (a read only
+    /// knows where framing was lost, not where good batches start again). Returns whether
+    /// anything changed.
     pub fn insert(&mut self, r: QuarantinedRange) -> bool {
         if self.ranges.contains(&r) {
             return false;
+        }
+        if r.found_by != FoundBy::Read {
+            self.ranges
+                .retain(|a| !(a.found_by == FoundBy::Read && a.segment == r.segment));
         }
         let mut merged = r;
         let overlaps = |a: &QuarantinedRange, m: &QuarantinedRange| {

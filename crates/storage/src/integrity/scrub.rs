@@ -82,6 +82,11 @@ impl ScrubState {
         self.verified.get(&base).copied()
     }
 
+    /// Forgets that `base` was verified (a read found damage there: verify it next).
+    pub fn unmark(&mut self, base: i64) {
+        self.verified.remove(&base);
+    }
+
     /// Records a verified segment and saves the state, keeping only `live` segments.
     pub fn mark(&mut self, base: i64, now_ms: i64, live: &[i64]) -> std::io::Result<()> {
         self.verified.insert(base, now_ms);
