@@ -21,7 +21,7 @@ use skiff_protocol::*;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 const TOPIC: &str = "corrupt";
-const BATCHES: usize = 300;
+const BATCHES: usize = 500;
 const PER_BATCH: usize = 10;
 const CORRUPT_MESSAGE: i16 = 2;
 
@@ -103,7 +103,7 @@ fn create_topic(c: &mut BlockingClient<TcpStream>) {
             replication_factor: 1,
             configs: vec![CreatableTopicConfig {
                 name: "segment.bytes".into(),
-                value: Some("32768".into()),
+                value: Some("1048576".into()),
             }],
             ..CreatableTopic::default()
         }],
@@ -122,7 +122,7 @@ fn produce(c: &mut BlockingClient<TcpStream>, n: usize) {
         b.append(
             1_700_000_000_000,
             Some(format!("{n}/{i}").as_bytes()),
-            Some(&[b'v'; 60]),
+            Some(&[b'v'; 1000]),
             &[],
         );
     }
