@@ -47,9 +47,18 @@ fn spawn(data: &Path) -> Broker {
         .args(["--override", "skiff.log.scrub.backoff.ms=50"])
         // The recovery point stays at 0 (written once, at the first start), so that recovery
         // after kill -9 re-validates every segment deterministically.
-        .args(["--override", "log.flush.offset.checkpoint.interval.ms=3600000"])
-        .args(["--override", "replica.high.watermark.checkpoint.interval.ms=3600000"])
-        .args(["--override", "log.flush.start.offset.checkpoint.interval.ms=3600000"])
+        .args([
+            "--override",
+            "log.flush.offset.checkpoint.interval.ms=3600000",
+        ])
+        .args([
+            "--override",
+            "replica.high.watermark.checkpoint.interval.ms=3600000",
+        ])
+        .args([
+            "--override",
+            "log.flush.start.offset.checkpoint.interval.ms=3600000",
+        ])
         .arg("--override")
         .arg(format!("log.dirs={}", data.display()))
         .env("RUST_LOG", "warn")
@@ -145,10 +154,13 @@ fn produce(c: &mut BlockingClient<TcpStream>, n: usize) {
     assert_eq!((p.error_code, p.base_offset), (0, (n * PER_BATCH) as i64));
 }
 
+/// Records served as (offset, key) and offsets answered with an error (with its code).
+type Consumed = (Vec<(i64, String)>, Vec<(i64, i16)>);
+
 /// Consumes everything: (offset, key) of every record served, and every offset answered with
 /// an error (with its code). After an error the consumer seeks to the next offset, as an
 /// application handling CORRUPT_MESSAGE would.
-fn consume(port: u16) -> (Vec<(i64, String)>, Vec<(i64, i16)>) {
+fn consume(port: u16) -> Consumed {
     let mut c = connect(port);
     let mut out = Vec::new();
     let mut errors = Vec::new();
@@ -223,7 +235,10 @@ fn flip_a_byte(data: &Path) -> (i64, i64) {
     let (pos, view) = skiff_record::batches(&bytes).nth(5).unwrap().unwrap();
     let range = (view.base_offset(), view.last_offset() + 1);
     let at = pos + view.size() - 7;
-    let f = std::fs::OpenOptions::new().write(true).open(&logs[1]).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&logs[1])
+        .unwrap();
     f.write_all_at(&[bytes[at] ^ 0x20], at as u64).unwrap();
     range
 }
@@ -234,7 +249,9 @@ fn integrity(admin: u16) -> Value {
         .build()
         .into();
     let body = agent
-        .get(format!("http://127.0.0.1:{admin}/api/v1/partitions/{TOPIC}/0"))
+        .get(format!(
+            "http://127.0.0.1:{admin}/api/v1/partitions/{TOPIC}/0"
+        ))
         .call()
         .unwrap()
         .body_mut()
@@ -270,7 +287,10 @@ fn scenario(clean: bool) {
         std::thread::sleep(Duration::from_millis(50));
     };
     let r = &q["quarantined"][0];
-    assert_eq!((r["start_offset"].as_i64(), r["end_offset"].as_i64()), (Some(start), Some(end)));
+    assert_eq!(
+        (r["start_offset"].as_i64(), r["end_offset"].as_i64()),
+        (Some(start), Some(end))
+    );
     assert_eq!(r["reason"], "crc");
     assert_eq!(r["found_by"], if clean { "scrub" } else { "recovery" });
     if clean {
@@ -279,17 +299,31 @@ fn scenario(clean: bool) {
 
     let (records, errors) = consume(b.port);
     let want_errors: Vec<(i64, i16)> = (start..end).map(|o| (o, CORRUPT_MESSAGE)).collect();
-    assert_eq!(errors, want_errors, "exactly the damaged batch answers CORRUPT_MESSAGE");
+    assert_eq!(
+        errors, want_errors,
+        "exactly the damaged batch answers CORRUPT_MESSAGE"
+    );
     let want: Vec<(i64, String)> = (0..BATCHES * PER_BATCH)
         .map(|o| o as i64)
         .filter(|o| !(start..end).contains(o))
-        .map(|o| (o, format!("{}/{}", o as usize / PER_BATCH, o as usize % PER_BATCH)))
+        .map(|o| {
+            (
+                o,
+                format!("{}/{}", o as usize / PER_BATCH, o as usize % PER_BATCH),
+            )
+        })
         .collect();
     assert!(records == want, "every other record intact");
     // The .corrupt file exists after recovery (the scrubber leaves the bytes in place).
     let corrupt = std::fs::read_dir(partition_dir(&data))
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().to_string_lossy().ends_with(".corrupt"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .to_string_lossy()
+                .ends_with(".corrupt")
+        })
         .count();
     assert_eq!(corrupt, usize::from(!clean));
     stop(b, true);

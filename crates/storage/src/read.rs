@@ -23,8 +23,8 @@ use skiff_record::BatchView;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 
 use crate::error::{IoContext, Result, StorageError};
-use crate::log::Log;
 use crate::integrity::quarantine::QuarantinedRange;
+use crate::log::Log;
 use crate::segment::{FileSlice, LogSegment, Translated};
 
 fn quarantined_error(q: &QuarantinedRange) -> StorageError {
@@ -98,11 +98,7 @@ impl Log {
             if seg.base_offset() >= bound {
                 break;
             }
-            let skips = self
-                .integrity
-                .lock()
-                .quarantine
-                .skips_in(seg.base_offset());
+            let skips = self.integrity.lock().quarantine.skips_in(seg.base_offset());
             let h = match seg.translate_for_read(fetch_offset, skips.clone())? {
                 Translated::Found(h) => h,
                 // a gap (compaction) or an empty segment: try the next one

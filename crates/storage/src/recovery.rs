@@ -32,12 +32,12 @@ use skiff_types::TopicPartition;
 use crate::config::LogConfig;
 use crate::delivery::index::DELIVER_AFTER_SUFFIX;
 use crate::error::{IoContext, Result};
-use crate::leader_epoch::LeaderEpochCache;
-use crate::log::{LEADER_EPOCH_FILE, LoadReport, Log, LogOpenOptions, remove_files};
-use crate::producer_state::partition::PartitionProducers;
 use crate::integrity::quarantine::{FoundBy, QuarantinedRange};
 use crate::integrity::verify::{Verification, verify_segment};
 use crate::integrity::{Integrity, corrupt_file};
+use crate::leader_epoch::LeaderEpochCache;
+use crate::log::{LEADER_EPOCH_FILE, LoadReport, Log, LogOpenOptions, remove_files};
+use crate::producer_state::partition::PartitionProducers;
 use crate::segment::{
     DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, parse_base_offset,
     segment_file,
@@ -177,7 +177,9 @@ impl Log {
             if fix.torn_tail_bytes > 0 {
                 tracing::warn!(tp = %log.tp, base, truncated = fix.torn_tail_bytes, "recovery truncated a torn tail");
             }
-            report.corrupt_files.extend(fix.corrupt_files.iter().cloned());
+            report
+                .corrupt_files
+                .extend(fix.corrupt_files.iter().cloned());
             if fix.rewritten {
                 log.segments.remove(&base);
                 let mut seg = LogSegment::open(dir, base, seg_opts, false)?;

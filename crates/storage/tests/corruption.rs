@@ -101,7 +101,11 @@ fn read_around(log: &Log) -> (Vec<Vec<u8>>, Vec<(i64, i64)>) {
             }
             Err(e) => panic!("read({next}): {e}"),
             Ok(r) => {
-                let bytes = r.slice.expect("data below the log end").read_to_vec().unwrap();
+                let bytes = r
+                    .slice
+                    .expect("data below the log end")
+                    .read_to_vec()
+                    .unwrap();
                 let before = out.len();
                 for b in skiff_record::batches(&bytes) {
                     // A trailing partial batch ends the slice, as for any client.
@@ -189,19 +193,30 @@ fn flipped_byte_and_unclean_shutdown_lose_one_batch_not_the_partition() {
     assert_eq!(report.quarantined, vec![want], "exactly the damaged batch");
     assert_eq!(report.truncated_bytes, 0);
     assert_eq!(report.deleted_segments, 0);
-    assert_eq!(log.segments().map(|s| s.base_offset()).collect::<Vec<_>>(), segments);
+    assert_eq!(
+        log.segments().map(|s| s.base_offset()).collect::<Vec<_>>(),
+        segments
+    );
     assert_eq!(log.log_end_offset(), (BATCHES * PER_BATCH) as i64);
     let files = corrupt_files(&dir);
     assert_eq!(files.len(), 1, "{files:?}");
     let mut damaged = v.bytes.clone();
     damaged[100] ^= 0x04;
-    assert!(std::fs::read(&files[0]).unwrap() == damaged, ".corrupt holds the bytes");
+    assert!(
+        std::fs::read(&files[0]).unwrap() == damaged,
+        ".corrupt holds the bytes"
+    );
 
     let (read, errors) = read_around(&log);
     assert_eq!(errors, vec![(v.base_offset, v.last_offset + 1)]);
-    assert!(read == all_but(&stored, idx), "every other batch served intact");
+    assert!(
+        read == all_but(&stored, idx),
+        "every other batch served intact"
+    );
     // A read before the range stops at it; one inside answers the error; one after is served.
-    let r = log.read(v.base_offset - 1, 1 << 30, i64::MAX, true).unwrap();
+    let r = log
+        .read(v.base_offset - 1, 1 << 30, i64::MAX, true)
+        .unwrap();
     let bytes = r.slice.unwrap().read_to_vec().unwrap();
     let last = skiff_record::batches(&bytes).last().unwrap().unwrap().1;
     assert_eq!(last.last_offset(), v.base_offset - 1);
@@ -209,13 +224,22 @@ fn flipped_byte_and_unclean_shutdown_lose_one_batch_not_the_partition() {
         log.read(v.base_offset + 3, 1 << 20, i64::MAX, true),
         Err(StorageError::Quarantined { .. })
     ));
-    assert!(log.read(v.last_offset + 1, 1 << 20, i64::MAX, true).unwrap().slice.is_some());
+    assert!(
+        log.read(v.last_offset + 1, 1 << 20, i64::MAX, true)
+            .unwrap()
+            .slice
+            .is_some()
+    );
     eprintln!(
         "item 8 figures: records damaged {}, records after the damage kept {later}, \
          records served {}, reported {:?}, segments kept {}/{}",
         v.last_offset + 1 - v.base_offset,
         records(&read),
-        report.quarantined.iter().map(|r| (r.start_offset, r.end_offset)).collect::<Vec<_>>(),
+        report
+            .quarantined
+            .iter()
+            .map(|r| (r.start_offset, r.end_offset))
+            .collect::<Vec<_>>(),
         log.segment_count(),
         segments.len()
     );
@@ -224,7 +248,10 @@ fn flipped_byte_and_unclean_shutdown_lose_one_batch_not_the_partition() {
     // The quarantine survives restarts (clean and unclean), and nothing more is lost.
     for clean in [true, false] {
         let (log, report) = open(&dir, &config(), clean, 0);
-        assert!(report.quarantined.is_empty(), "nothing new found (clean={clean})");
+        assert!(
+            report.quarantined.is_empty(),
+            "nothing new found (clean={clean})"
+        );
         assert_eq!(log.quarantined().len(), 1);
         assert_eq!(log.quarantined()[0].start_offset, want.start_offset);
         let (again, errors) = read_around(&log);
@@ -263,13 +290,19 @@ fn damaged_length_field_is_never_skipped_silently() {
     let served_clean = records(&read);
     // The scrubber's pass over that segment (done here by hand) narrows the range to the
     // damaged batch: the rest of its segment is served again.
-    let seg = log.segments().find(|s| s.base_offset() == v.segment).unwrap();
+    let seg = log
+        .segments()
+        .find(|s| s.base_offset() == v.segment)
+        .unwrap();
     let (file, size) = (seg.file().clone(), seg.size());
     let found = verify_segment(&file, v.segment, size, Some(next_seg), |_| Ok(true)).unwrap();
     log.record_scrub(v.segment, size, next_seg, &found);
     let (read, errors) = read_around(&log);
     assert_eq!(errors, vec![(v.base_offset, v.last_offset + 1)]);
-    assert!(read == all_but(&stored, idx), "the rest of the segment is served again");
+    assert!(
+        read == all_but(&stored, idx),
+        "the rest of the segment is served again"
+    );
     let served_scrubbed = records(&read);
     drop(log);
 
@@ -308,7 +341,9 @@ fn lost_framing_in_a_sealed_segment_resyncs_at_the_next_segment() {
     let stored = pristine(&dir);
     let segments = segments_of(&stored);
     let (idx, v) = victim(&stored, 10);
-    let seg_len = std::fs::metadata(seg_file(&dir, v.segment, ".log")).unwrap().len();
+    let seg_len = std::fs::metadata(seg_file(&dir, v.segment, ".log"))
+        .unwrap()
+        .len();
     let garbage = vec![0xEEu8; (seg_len - v.position) as usize];
     poke(&dir, v, 0, &garbage);
     let (log, report) = open(&dir, &config(), false, 0);
@@ -423,7 +458,14 @@ fn scrubber_finds_a_flipped_byte_on_a_running_log() {
             assert_eq!(st.quarantined_ranges, 1);
             let q = st.quarantined[0];
             assert_eq!(
-                (q.start_offset, q.end_offset, q.position, q.len, q.reason, q.found_by),
+                (
+                    q.start_offset,
+                    q.end_offset,
+                    q.position,
+                    q.len,
+                    q.reason,
+                    q.found_by
+                ),
                 (
                     v.base_offset,
                     v.last_offset + 1,
@@ -452,7 +494,10 @@ fn scrubber_finds_a_flipped_byte_on_a_running_log() {
     let (mgr, _) = LogManager::open(cfg, &config_for, T0).unwrap();
     let shared = mgr.get(&tp()).unwrap();
     let st = shared.lock().integrity_status();
-    assert_eq!((st.quarantined_ranges, st.scrub.segments_verified), (1, sealed));
+    assert_eq!(
+        (st.quarantined_ranges, st.scrub.segments_verified),
+        (1, sealed)
+    );
     let (_, errors) = read_around(&shared.lock());
     assert_eq!(errors, vec![(v.base_offset, v.last_offset + 1)]);
 }

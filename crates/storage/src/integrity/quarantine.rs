@@ -266,7 +266,11 @@ mod tests {
         assert!(q.insert(newer));
         assert_eq!(q.ranges().len(), 2);
         assert_eq!(
-            (q.ranges()[0].start_offset, q.ranges()[0].end_offset, q.ranges()[0].len),
+            (
+                q.ranges()[0].start_offset,
+                q.ranges()[0].end_offset,
+                q.ranges()[0].len
+            ),
             (10, 25, 0)
         );
         assert_eq!(q.skips_in(0), vec![(400, 410)]);

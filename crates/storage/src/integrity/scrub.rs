@@ -200,7 +200,10 @@ mod tests {
         s.mark(0, 100, &[0, 50]).unwrap();
         s.mark(50, 200, &[0, 50]).unwrap();
         let again = ScrubState::load(dir.path());
-        assert_eq!((again.verified_at(0), again.verified_at(50)), (Some(100), Some(200)));
+        assert_eq!(
+            (again.verified_at(0), again.verified_at(50)),
+            (Some(100), Some(200))
+        );
         let mut again = again;
         again.mark(90, 300, &[50, 90]).unwrap();
         let s = ScrubState::load(dir.path());

@@ -137,12 +137,12 @@ fn run(shared: &Shared) {
 }
 
 /// A sealed segment as seen under its log's lock.
-struct Snapshot {
-    log: crate::SharedLog,
+struct Sealed {
     base: i64,
     size: u64,
     next_base: i64,
     file: Arc<std::fs::File>,
+    verified_at_ms: Option<i64>,
 }
 
 /// Verifies the next due segment, if any. Returns whether it did.
@@ -157,42 +157,44 @@ fn scrub_one(shared: &Shared, settings: &ScrubSettings) -> bool {
         for s in l.sealed_segments() {
             cands.push(Candidate {
                 partition: i,
-                base: s.0,
-                verified_at_ms: s.4,
+                base: s.base,
+                verified_at_ms: s.verified_at_ms,
             });
-            snaps.push(Snapshot {
-                log: Arc::clone(&log),
-                base: s.0,
-                size: s.1,
-                next_base: s.2,
-                file: s.3,
-            });
+            snaps.push((Arc::clone(&log), s));
         }
     }
     let ScrubDecision::Verify(i) = next_segment(&cands, now_ms(), settings.interval_ms) else {
         return false;
     };
-    let snap = &snaps[i];
+    let (log, snap) = &snaps[i];
     let started = Instant::now();
     let rate = settings.io_max_bytes_per_second.max(1.0);
     let stop = &shared.stop;
-    let result = verify_segment(&snap.file, snap.base, snap.size, Some(snap.next_base), |h| {
-        // Throttle: never ahead of `rate` bytes per second since the start of this segment.
-        let due = Duration::from_secs_f64(h.end_position() as f64 / rate);
-        while let Some(wait) = due.checked_sub(started.elapsed()) {
-            if stop.load(Ordering::Acquire) {
-                return Ok(false);
+    let result = verify_segment(
+        &snap.file,
+        snap.base,
+        snap.size,
+        Some(snap.next_base),
+        |h| {
+            // Throttle: never ahead of `rate` bytes per second since the start of this segment.
+            let due = Duration::from_secs_f64(h.end_position() as f64 / rate);
+            while let Some(wait) = due.checked_sub(started.elapsed()) {
+                if stop.load(Ordering::Acquire) {
+                    return Ok(false);
+                }
+                let mut g = shared.sleep.0.lock();
+                shared
+                    .sleep
+                    .1
+                    .wait_for(&mut g, wait.min(Duration::from_millis(100)));
             }
-            let mut g = shared.sleep.0.lock();
-            shared
-                .sleep
-                .1
-                .wait_for(&mut g, wait.min(Duration::from_millis(100)));
-        }
-        Ok(!stop.load(Ordering::Acquire))
-    });
+            Ok(!stop.load(Ordering::Acquire))
+        },
+    );
     match result {
-        Ok(v) if !v.aborted => snap.log.lock().record_scrub(snap.base, snap.size, snap.next_base, &v),
+        Ok(v) if !v.aborted => log
+            .lock()
+            .record_scrub(snap.base, snap.size, snap.next_base, &v),
         Ok(_) => {}
         Err(e) => {
             tracing::error!(base = snap.base, error = %e, "scrubbing a segment failed");
@@ -202,21 +204,21 @@ fn scrub_one(shared: &Shared, settings: &ScrubSettings) -> bool {
 }
 
 impl Log {
-    /// Sealed segments as (base, size, next base, file, last verified at).
-    fn sealed_segments(&self) -> Vec<(i64, u64, i64, Arc<std::fs::File>, Option<i64>)> {
+    /// The sealed segments (all but the active one).
+    fn sealed_segments(&self) -> Vec<Sealed> {
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         let integrity = self.integrity.lock();
         bases
             .windows(2)
             .filter_map(|w| {
                 let seg = self.segments.get(&w[0])?;
-                Some((
-                    w[0],
-                    seg.size(),
-                    w[1],
-                    Arc::clone(seg.file()),
-                    integrity.scrub.verified_at(w[0]),
-                ))
+                Some(Sealed {
+                    base: w[0],
+                    size: seg.size(),
+                    next_base: w[1],
+                    file: Arc::clone(seg.file()),
+                    verified_at_ms: integrity.scrub.verified_at(w[0]),
+                })
             })
             .collect()
     }

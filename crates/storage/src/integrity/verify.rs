@@ -243,7 +243,12 @@ mod tests {
         for i in 0..n {
             let mut b = BatchBuilder::new(BatchOptions::default());
             for r in 0..3 {
-                b.append(1_700_000_000_000 + r, None, Some(format!("v{i}-{r}").as_bytes()), &[]);
+                b.append(
+                    1_700_000_000_000 + r,
+                    None,
+                    Some(format!("v{i}-{r}").as_bytes()),
+                    &[],
+                );
             }
             let mut batch = b.build().unwrap();
             skiff_record::set_base_offset(&mut batch, 100 + 3 * i as i64);
@@ -281,7 +286,10 @@ mod tests {
             end_offset: 115,
             reason: DamageReason::Crc,
         };
-        assert_eq!((v.damages.clone(), v.tail, v.good_batches), (vec![want], None, 9));
+        assert_eq!(
+            (v.damages.clone(), v.tail, v.good_batches),
+            (vec![want], None, 9)
+        );
 
         // A damaged length field in batch 2 (framing lost): resync at batch 3.
         for length in [0u32, 5, 0x7fff_ffff, 200] {
@@ -320,7 +328,10 @@ mod tests {
         b[pos[7] as usize + 70] ^= 1;
         let v = run(&b, Some(130));
         assert_eq!(v.damages.len(), 1);
-        assert_eq!((v.damages[0].start_offset, v.damages[0].end_offset), (118, 124));
+        assert_eq!(
+            (v.damages[0].start_offset, v.damages[0].end_offset),
+            (118, 124)
+        );
         assert_eq!(v.damages[0].position + v.damages[0].len, pos[8]);
         assert!(end > pos[9]);
     }

@@ -430,9 +430,9 @@ impl LogSegment {
             next = h.next_offset();
         }
         Ok(match scan.stop_reason() {
-            Some(scan::ScanStop::BadHeader { position } | scan::ScanStop::Truncated { position }) => {
-                Some((*position, next))
-            }
+            Some(
+                scan::ScanStop::BadHeader { position } | scan::ScanStop::Truncated { position },
+            ) => Some((*position, next)),
             None => None,
         })
     }
