@@ -222,7 +222,8 @@ mod tests {
             serde_json::to_value(&doc).unwrap(),
             json!({"partitions": [{
                 "topic": "orders", "partition": 2, "log_start_offset": 5, "log_end_offset": 42,
-                "high_watermark": 40, "size_bytes": 4096, "segment_count": 3
+                "high_watermark": 40, "size_bytes": 4096, "segment_count": 3,
+                "quarantined_ranges": 0
             }]})
         );
         let back: PartitionList =
