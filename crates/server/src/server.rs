@@ -2,7 +2,8 @@
 //!
 //! Start: bind the admin HTTP port if configured (first, so `/livez` answers and `/readyz`
 //! says "loading" during a long recovery), open the metadata log and every partition log
-//! (blocking, before serving), start the log manager's background ticker, bind every listener
+//! (blocking, before serving), start the log manager's background ticker, the cleaner and the
+//! log scrubber (issue 12), bind every listener
 //! (port 0 = ephemeral; the advertised port then follows the bound one) and spawn one accept
 //! loop per listener; then tell the admin state the listeners are bound.
 //! Shutdown (SIGTERM/SIGINT in the binary): flip the shutdown watch (accept loops stop,
@@ -70,6 +71,8 @@ pub struct Server {
     admin: Option<AdminHttp>,
     // compaction (issue 7)
     cleaner: Option<skiff_compaction::LogCleaner>,
+    // corruption handling (issue 12)
+    scrubber: Option<skiff_storage::integrity::scrubber::Scrubber>,
 }
 
 impl Server {
@@ -100,6 +103,7 @@ impl Server {
         admin_state.set_broker(&broker);
         let background = Some(broker.logs.start_background());
         let cleaner = Some(crate::cleaner::start(&broker));
+        let scrubber = Some(crate::scrubber::start(&broker));
         crate::coordinator::GroupCoordinator::start(&broker);
         // delivery delay (issue 8): the DSO timer
         crate::delivery::schedule_loaded(&broker);
@@ -170,6 +174,7 @@ impl Server {
             background,
             admin,
             cleaner,
+            scrubber,
         })
     }
 
@@ -214,9 +219,11 @@ impl Server {
         }
         let background = self.background.take();
         let cleaner = self.cleaner.take();
+        let scrubber = self.scrubber.take();
         let broker = Arc::clone(&self.broker);
         tokio::task::spawn_blocking(move || {
             drop(cleaner); // stops the cleaner threads before storage closes
+            drop(scrubber);
             drop(background);
             broker.logs.shutdown()?;
             broker.metadata.close()?;

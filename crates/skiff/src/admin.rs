@@ -215,6 +215,7 @@ mod tests {
             high_watermark: end,
             size_bytes: 77 * end as u64,
             segment_count: 1,
+            quarantined_ranges: 0,
         }
     }
 

@@ -28,6 +28,14 @@ pub enum StorageError {
         position: u64,
         reason: String,
     },
+    /// Offsets `[start, end)` are quarantined as corrupt (issue 12): answered with
+    /// CORRUPT_MESSAGE, never served.
+    #[error("offsets [{start}, {end}) are quarantined as corrupt ({reason})")]
+    Quarantined {
+        start: i64,
+        end: i64,
+        reason: &'static str,
+    },
     #[error("the log for {0} is closed or deleted")]
     Closed(String),
     /// An idempotent-producer check refused a leader append (45, 47 or 87).
@@ -50,6 +58,7 @@ impl StorageError {
                 ErrorCode::KafkaStorageError
             }
             StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            StorageError::Quarantined { .. } => ErrorCode::CorruptMessage,
             StorageError::RecordListTooLarge { .. } => ErrorCode::RecordListTooLarge,
             StorageError::InvalidArgument(_) => ErrorCode::InvalidRequest,
             StorageError::Producer(e) => e.error_code(),

@@ -17,6 +17,7 @@ pub mod config;
 pub mod delivery;
 pub mod dir_lock;
 pub mod error;
+pub mod integrity;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;

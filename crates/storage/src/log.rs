@@ -52,6 +52,10 @@ pub struct LogOpenOptions {
 /// What loading did, for logs and tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoadReport {
+    /// Corruption handling (issue 12): offset ranges recovery found damaged and quarantined
+    /// (their bytes moved to `.corrupt` files), and the `.corrupt` files written.
+    pub quarantined: Vec<crate::integrity::quarantine::QuarantinedRange>,
+    pub corrupt_files: Vec<PathBuf>,
     pub segments: usize,
     pub recovered_segments: usize,
     pub rebuilt_indexes: usize,
@@ -98,6 +102,8 @@ pub struct Log {
     /// Set (under the log's lock) by `LogManager::delete`: the files are gone or going, and a
     /// new log may take the same directory name; nothing may write through this one again.
     pub(crate) deleted: bool,
+    /// Corruption handling (issue 12): quarantined ranges and scrub progress.
+    pub(crate) integrity: parking_lot::Mutex<crate::integrity::Integrity>,
 }
 
 impl Log {
@@ -461,6 +467,7 @@ impl Log {
         self.recovery_point = self.recovery_point.min(end);
         self.high_watermark = self.high_watermark.clamp(self.log_start_offset, end);
         self.log_start_offset = self.log_start_offset.min(end);
+        self.prune_quarantine(); // issue 12
         let file = Arc::clone(self.active().file());
         self.sync.publish(&file, end);
         Ok(())
@@ -575,6 +582,7 @@ impl Log {
             self.epochs.truncate_from_start(first);
             self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
         }
+        self.prune_quarantine(); // issue 12: ranges of deleted segments go with them
         tracing::info!(tp = %self.tp, deleted, reason = ?decision.reason, log_start = self.log_start_offset, "retention deleted segments");
         self.delete_expired_files(now_ms);
         Ok(deleted)

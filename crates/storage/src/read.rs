@@ -7,6 +7,13 @@
 //! the caller's upper bound (HW/LSO for consumers, the log end for replicas). The bytes are not
 //! copied: the caller gets a [`FileSlice`] to `sendfile`.
 //!
+//! Corruption (issue 12): a fetch offset inside a quarantined range is
+//! [`StorageError::Quarantined`] (CORRUPT_MESSAGE); a read before one ends before its first
+//! byte; damaged bytes left in a file are jumped over by the header scan. A header scan that
+//! stops at lost framing inside a segment records the unaccounted offsets (up to the next
+//! segment's base) as quarantined and answers that error, instead of moving on to the next
+//! segment. The cost on the normal path is one range lookup; no CRC is computed.
+//!
 //! Timestamp lookups follow Kafka exactly: first segment whose largest timestamp reaches the
 //! target, time index to an offset, offset index to a position, then a scan of batches (skipping
 //! those whose max timestamp is below the target) and of records in the first batch that can hold
@@ -16,8 +23,17 @@ use skiff_record::BatchView;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 
 use crate::error::{IoContext, Result, StorageError};
+use crate::integrity::quarantine::QuarantinedRange;
 use crate::log::Log;
-use crate::segment::{FileSlice, LogSegment};
+use crate::segment::{FileSlice, LogSegment, Translated};
+
+fn quarantined_error(q: &QuarantinedRange) -> StorageError {
+    StorageError::Quarantined {
+        start: q.start_offset,
+        end: q.end_offset,
+        reason: q.reason.as_str(),
+    }
+}
 
 /// Kafka's ListOffsets special timestamps.
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -61,7 +77,15 @@ impl Log {
             slice: None,
             first_batch_offset: fetch_offset,
         };
-        let bound = upper_bound.min(self.log_end_offset);
+        let mut bound = upper_bound.min(self.log_end_offset);
+        // issue 12: a quarantined range is never served; a read before it stops at it.
+        let quarantined = self.integrity.lock().quarantine.next_from(fetch_offset);
+        if let Some(q) = quarantined {
+            if q.start_offset <= fetch_offset {
+                return Err(quarantined_error(&q));
+            }
+            bound = bound.min(q.start_offset);
+        }
         if fetch_offset >= bound {
             return Ok(empty);
         }
@@ -74,13 +98,28 @@ impl Log {
             if seg.base_offset() >= bound {
                 break;
             }
-            let Some(h) = seg.translate_offset(fetch_offset)? else {
-                continue; // a gap (compaction) or an empty segment: try the next one
+            let skips = self.integrity.lock().quarantine.skips_in(seg.base_offset());
+            let h = match seg.translate_for_read(fetch_offset, skips.clone())? {
+                Translated::Found(h) => h,
+                // a gap (compaction) or an empty segment: try the next one
+                Translated::End => continue,
+                Translated::Damaged => {
+                    // issue 12: the scan cannot account for the offsets from here to the next
+                    // segment: never skip them silently.
+                    let (position, start) = seg
+                        .locate_damage(skips)?
+                        .unwrap_or((seg.size(), fetch_offset));
+                    let q = self.quarantine_from_read(seg.base_offset(), position, start);
+                    return Err(quarantined_error(&q));
+                }
             };
             if h.base_offset >= bound {
                 return Ok(empty);
             }
-            let max_position = self.bound_position(seg, bound)?;
+            let mut max_position = self.bound_position(seg, bound)?;
+            if let Some(q) = quarantined.filter(|q| q.segment == seg.base_offset()) {
+                max_position = max_position.min(q.position);
+            }
             let available = max_position.saturating_sub(h.position);
             let mut len = available.min(max_bytes as u64);
             if min_one_message && len < u64::from(h.size) {

@@ -5,31 +5,39 @@
 //! `.log.swap` replaces the segments it covers, see [`crate::swap`]) and deletes leftovers of
 //! interrupted operations (`.cleaned`, `.deleted`, `.tmp`), (2) opens every
 //! segment, rebuilding any whose index is missing or fails its sanity check, (3) after an unclean
-//! shutdown re-validates every batch from the segment holding the recovery point onwards: the
-//! first batch with a bad header, a bad CRC, a torn length, a non-increasing offset or an offset
-//! at or past the next segment's base offset ends the log there (the file is cut at that byte
-//! and all later segments are deleted); after a clean
+//! shutdown re-validates every batch from the segment holding the recovery point onwards. A
+//! batch with a bad header, a bad CRC, a torn length, a non-increasing offset or an offset at
+//! or past the next segment's base offset is damage (issue 12, [`crate::integrity`]): the
+//! scan resynchronises at the next good batch (or, if none, at the next segment, whose base
+//! offset is known), the damaged bytes are moved into a `.corrupt` file, the segment is
+//! rewritten without them and the offsets no good batch accounts for are quarantined and
+//! logged at ERROR (`LoadReport::quarantined`). Later batches and segments are kept. Only a
+//! damaged tail of the *last* segment (nothing good after it: a torn write) is cut, as Kafka
+//! does. After a clean
 //! shutdown only a last segment whose tail is structurally torn is re-validated, (4) rebuilds a
 //! lost leader-epoch checkpoint from the batch headers, (5) derives the log end offset and clamps
-//! the start offset, recovery point and high watermark.
+//! the recovery point and high watermark; a checkpointed start offset outside [first segment
+//! base, log end] is ignored with a warning (segments are the truth: issue 12 item 9).
 //!
-//! Invariant: after `Log::open` returns, no byte past a batch that failed validation is reachable,
-//! and every index entry points at a validated batch boundary.
+//! Invariant: after `Log::open` returns, every re-validated segment holds only validated batches
+//! (damaged bytes are in `.corrupt` files, their offsets quarantined), and every index entry
+//! points at a validated batch boundary.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skiff_record::BatchView;
 use skiff_types::TopicPartition;
 
 use crate::config::LogConfig;
 use crate::delivery::index::DELIVER_AFTER_SUFFIX;
 use crate::error::{IoContext, Result};
+use crate::integrity::quarantine::{FoundBy, QuarantinedRange};
+use crate::integrity::verify::{Verification, verify_segment};
+use crate::integrity::{Integrity, corrupt_file};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{LEADER_EPOCH_FILE, LoadReport, Log, LogOpenOptions, remove_files};
 use crate::producer_state::partition::PartitionProducers;
-use crate::segment::scan::BatchReader;
 use crate::segment::{
     DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, parse_base_offset,
     segment_file,
@@ -97,6 +105,7 @@ impl Log {
             producers: PartitionProducers::default(),
             delivery: Default::default(), // delivery delay (issue 8)
             deleted: false,
+            integrity: parking_lot::Mutex::new(Integrity::load(dir)),
         };
 
         // A missing, garbled or empty leader-epoch checkpoint is rebuilt from the batches below.
@@ -151,28 +160,48 @@ impl Log {
         }
         for base in to_recover {
             let next_base = log.segments.range(base + 1..).next().map(|(b, _)| *b);
+            let seg_opts = log.segment_options(base, opts.now_ms);
+            let max_index = log.config.segment_index_bytes;
             let Some(seg) = log.segments.get_mut(&base) else {
                 continue;
             };
-            let truncated = recover_segment(
-                seg,
-                next_base,
-                &mut log.epochs,
-                log.config.segment_index_bytes,
-            )?;
+            let outcome = recover_segment(seg, next_base, &mut log.epochs, max_index)?;
             report.recovered_segments += 1;
-            if truncated > 0 {
-                report.truncated_bytes += truncated;
-                tracing::warn!(tp = %log.tp, base, truncated, "recovery truncated an invalid tail");
-                let later: Vec<i64> = log.segments.range(base + 1..).map(|(b, _)| *b).collect();
-                for b in later {
-                    if let Some(mut s) = log.segments.remove(&b) {
-                        let paths = s.rename_with_suffix(DELETED_SUFFIX)?;
-                        remove_files(&paths);
-                        report.deleted_segments += 1;
-                    }
+            if outcome.is_clean() {
+                continue;
+            }
+            // issue 12: only the torn tail of the last segment is cut; damage anywhere else is
+            // moved aside and quarantined, and the scan goes on (later segments are kept).
+            let fix = set_aside(dir, seg, &outcome, next_base)?;
+            report.truncated_bytes += fix.torn_tail_bytes;
+            if fix.torn_tail_bytes > 0 {
+                tracing::warn!(tp = %log.tp, base, truncated = fix.torn_tail_bytes, "recovery truncated a torn tail");
+            }
+            report
+                .corrupt_files
+                .extend(fix.corrupt_files.iter().cloned());
+            if fix.rewritten {
+                log.segments.remove(&base);
+                let mut seg = LogSegment::open(dir, base, seg_opts, false)?;
+                let again = recover_segment(&mut seg, next_base, &mut log.epochs, max_index)?;
+                if !again.is_clean() {
+                    // Cannot happen (the kept bytes were verified); never serve past it anyway.
+                    tracing::error!(tp = %log.tp, base, "segment still damaged after setting damage aside; cutting it there");
+                    seg.truncate_file(first_damage(&again))?;
                 }
-                break;
+                log.segments.insert(base, seg);
+            }
+            for r in fix.ranges {
+                tracing::error!(
+                    tp = %log.tp,
+                    segment = base,
+                    start_offset = r.start_offset,
+                    end_offset = r.end_offset,
+                    records = r.records(),
+                    reason = r.reason.as_str(),
+                    "recovery found corrupt data: offsets lost, damaged bytes kept in a .corrupt file, later data kept"
+                );
+                report.quarantined.push(r);
             }
         }
         report.rebuilt_indexes = report.recovered_segments;
@@ -180,7 +209,19 @@ impl Log {
             log.rebuild_epochs_from_headers()?;
         }
 
+        {
+            let mut integrity = log.integrity.lock();
+            for r in &report.quarantined {
+                integrity.quarantine.insert(*r);
+            }
+            if !report.quarantined.is_empty()
+                && let Err(e) = integrity.quarantine.persist()
+            {
+                tracing::error!(tp = %log.tp, error = %e, "could not write the quarantine record");
+            }
+        }
         log.finish_load(opts)?;
+        log.prune_quarantine();
         // Producer state follows the recovered log: snapshot + replay up to its end.
         log.load_producer_state(opts.clean_shutdown)?;
         // delivery delay (issue 8): index sanity / rebuild, pending FIFO
@@ -229,10 +270,14 @@ impl Log {
             end
         };
         self.log_end_offset = end;
-        if end < self.log_start_offset {
-            tracing::warn!(tp = %self.tp, end, start = self.log_start_offset, "log ends before its start offset; restarting it empty");
-            let start = self.log_start_offset;
-            self.truncate_fully_and_start_at(start)?;
+        // issue 12 item 9: segments are the truth. A checkpointed start offset outside
+        // [first segment base, log end] is ignored (Kafka would delete the whole log).
+        let first = self.segments.keys().next().copied().unwrap_or(0);
+        if self.log_start_offset > end || self.log_start_offset < first {
+            if self.log_start_offset > end {
+                tracing::warn!(tp = %self.tp, checkpoint = self.log_start_offset, first_segment = first, log_end = end, "log-start-offset checkpoint is beyond the log end; ignoring it (the segments are kept)");
+            }
+            self.log_start_offset = first;
         }
         let last_base = self.active().base_offset();
         for seg in self.segments.values_mut() {
@@ -267,34 +312,24 @@ fn tempfile_placeholder(dir: &Path) -> Result<std::fs::File> {
     std::fs::File::open(dir).at(dir)
 }
 
-/// Re-validates every batch of `seg`, rebuilding its indexes; cuts the file at the first invalid
-/// batch. A batch reaching `next_base` (the next segment's base offset) is invalid too: kept, it
-/// would overlap the next segment and be served past the log end if that segment is cut.
-/// Returns the number of bytes cut.
+/// Re-validates every batch of `seg`, rebuilding its indexes from the good batches
+/// ([`verify_segment`]: damaged regions are located and skipped, the file is not changed). A
+/// batch reaching `next_base` (the next segment's base offset) is invalid too: kept, it would
+/// overlap the next segment.
 pub(crate) fn recover_segment(
     seg: &mut LogSegment,
     next_base: Option<i64>,
     epochs: &mut LeaderEpochCache,
     max_index_bytes: usize,
-) -> Result<u64> {
+) -> Result<Verification> {
     let file = Arc::clone(seg.file());
     let size = seg.size();
     let base = seg.base_offset();
     // Rebuild into full-size index files; load trims them again if the segment is not active.
     seg.make_active(max_index_bytes)?;
     seg.reset_indexes();
-    let mut valid = 0u64;
-    let mut next_expected = base;
-    let mut reader = BatchReader::new(&file, 0, size);
-    while let Some((h, bytes)) = reader.next_batch().at(seg.log_path())? {
-        let ok = BatchView::new(bytes).is_ok_and(|v| v.verify_crc().is_ok())
-            && h.base_offset >= next_expected
-            && next_base.is_none_or(|n| h.last_offset < n)
-            && h.last_offset - base <= i64::from(i32::MAX);
-        if !ok {
-            tracing::warn!(path = %seg.log_path().display(), position = h.position, "invalid batch found during recovery");
-            break;
-        }
+    let path = seg.log_path().to_path_buf();
+    let outcome = verify_segment(&file, base, size, next_base, |h| {
         if h.partition_leader_epoch >= 0
             && epochs
                 .latest_epoch()
@@ -302,14 +337,127 @@ pub(crate) fn recover_segment(
         {
             epochs.assign(h.partition_leader_epoch, h.base_offset);
         }
-        seg.reindex_batch(&h)?;
-        valid = h.end_position();
-        next_expected = h.next_offset();
+        seg.reindex_batch(h)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(true)
+    })
+    .at(&path)?;
+    if !outcome.is_clean() {
+        tracing::warn!(path = %path.display(), damages = outcome.damages.len(), tail = ?outcome.tail, "invalid batches found during recovery");
     }
-    if let Some(stop) = reader.stop_reason() {
-        tracing::warn!(path = %seg.log_path().display(), ?stop, "recovery stopped at a torn or invalid tail");
+    Ok(outcome)
+}
+
+/// Position of the first damaged byte of a verification that is not clean.
+fn first_damage(v: &Verification) -> u64 {
+    v.damages
+        .first()
+        .map(|d| d.position)
+        .or(v.tail.map(|t| t.position))
+        .unwrap_or(v.valid_end)
+}
+
+/// What [`set_aside`] did to one segment.
+#[derive(Debug, Default)]
+struct SetAside {
+    /// Bytes cut as the torn tail of the last segment.
+    torn_tail_bytes: u64,
+    /// Whether the segment file was rewritten (it must be reopened and re-indexed).
+    rewritten: bool,
+    corrupt_files: Vec<PathBuf>,
+    /// Lost offset ranges (non-empty ones), located in the rewritten file.
+    ranges: Vec<QuarantinedRange>,
+}
+
+/// issue 12: moves the damaged regions of `seg` into `.corrupt` files and rewrites the segment
+/// without them (`<base>.log.tmp`, fsync, rename, dir fsync: a crash in between leaves the old
+/// file, which the next recovery treats the same way). A damaged tail of the last segment is a
+/// torn write and is cut; a damaged tail of a sealed segment loses the offsets up to the next
+/// segment's base.
+fn set_aside(
+    dir: &Path,
+    seg: &mut LogSegment,
+    v: &Verification,
+    next_base: Option<i64>,
+) -> Result<SetAside> {
+    let base = seg.base_offset();
+    let size = seg.size();
+    let mut out = SetAside::default();
+    // (position, len, lost offsets, reason) of every region moved aside, in file order.
+    let mut regions: Vec<(u64, u64, i64, i64, crate::integrity::verify::DamageReason)> = v
+        .damages
+        .iter()
+        .map(|d| (d.position, d.len, d.start_offset, d.end_offset, d.reason))
+        .collect();
+    let mut keep_end = size;
+    if let Some(t) = v.tail {
+        match next_base {
+            None => {
+                out.torn_tail_bytes = size - t.position;
+                keep_end = t.position;
+            }
+            Some(n) => regions.push((t.position, size - t.position, t.start_offset, n, t.reason)),
+        }
     }
-    let cut = size - valid;
-    seg.truncate_file(valid)?;
-    Ok(cut)
+    if regions.is_empty() {
+        seg.truncate_file(keep_end)?;
+        return Ok(out);
+    }
+    let file = Arc::clone(seg.file());
+    for &(pos, len, ..) in &regions {
+        let path = corrupt_file(dir, base, pos);
+        copy_range(&file, pos, len, &path).at(&path)?;
+        out.corrupt_files.push(path);
+    }
+    let tmp = segment_file(dir, base, &format!("{LOG_SUFFIX}.tmp"));
+    let mut kept = Vec::new();
+    let mut at = 0u64;
+    let mut removed = 0u64;
+    for &(pos, len, start, end, reason) in &regions {
+        kept.push((at, pos - at));
+        if end > start {
+            out.ranges.push(QuarantinedRange {
+                start_offset: start,
+                end_offset: end,
+                segment: base,
+                position: pos - removed,
+                len: 0,
+                reason,
+                found_by: FoundBy::Recovery,
+            });
+        }
+        removed += len;
+        at = pos + len;
+    }
+    if at < keep_end {
+        kept.push((at, keep_end - at));
+    }
+    write_ranges(&file, &kept, &tmp).at(&tmp)?;
+    std::fs::rename(&tmp, seg.log_path()).at(&tmp)?;
+    crate::log::fsync_dir(dir)?;
+    out.rewritten = true;
+    Ok(out)
+}
+
+/// Copies `[pos, pos + len)` of `src` into a new file at `dst` (fsynced).
+fn copy_range(src: &std::fs::File, pos: u64, len: u64, dst: &Path) -> std::io::Result<()> {
+    write_ranges(src, &[(pos, len)], dst)
+}
+
+/// Writes the concatenation of `ranges` of `src` into `dst` (created or truncated), fsynced.
+fn write_ranges(src: &std::fs::File, ranges: &[(u64, u64)], dst: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    let mut out = std::fs::File::create(dst)?;
+    let mut buf = vec![0u8; 1 << 20];
+    for &(pos, len) in ranges {
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len() as u64) as usize;
+            src.read_exact_at(&mut buf[..n], pos + done)?;
+            out.write_all(&buf[..n])?;
+            done += n as u64;
+        }
+    }
+    out.sync_all()
 }

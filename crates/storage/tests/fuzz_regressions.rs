@@ -7,13 +7,18 @@
 //! With the later segment cut to nothing, the log end became that segment's base (6) while
 //! segment 0 still held offsets 65539..65541, and `Log::read(3, .., upper_bound = 6, ..)`
 //! returned that batch: data past the caller's bound (the high watermark for consumers). Now
-//! a batch reaching the next segment's base offset ends the log like any invalid batch.
+//! a batch reaching the next segment's base offset is invalid like any damaged batch.
+//!
+//! Since issue 12 an invalid batch in a sealed segment no longer ends the log: its offsets are
+//! quarantined (reads answer `StorageError::Quarantined`), its bytes moved to a `.corrupt` file,
+//! and later segments are kept. The property the finding was about stays: no read returns an
+//! offset at or past the log end, or past the next segment's base.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 
 use skiff_record::{BatchBuilder, BatchOptions, BatchView, batches, set_base_offset};
-use skiff_storage::{Log, LogConfig, LogOpenOptions};
+use skiff_storage::{Log, LogConfig, LogOpenOptions, StorageError};
 use skiff_types::TopicPartition;
 
 const NOW: i64 = 1_700_000_000_000;
@@ -45,13 +50,21 @@ fn open_unclean(dir: &Path) -> (Log, skiff_storage::LoadReport) {
     .unwrap()
 }
 
-/// Every batch `read` returns from the log start up to the log end, as (base, last) offsets.
+/// Every batch `read` returns from the log start up to the log end, as (base, last) offsets;
+/// a quarantined range is listed as `(start, -end)` and jumped over.
 fn read_everything(log: &Log) -> Vec<(i64, i64)> {
     let end = log.log_end_offset();
     let mut offset = log.log_start_offset();
     let mut seen = Vec::new();
     while offset < end {
-        let r = log.read(offset, usize::MAX, end, true).unwrap();
+        let r = match log.read(offset, usize::MAX, end, true) {
+            Err(StorageError::Quarantined { start, end, .. }) => {
+                seen.push((start, -end));
+                offset = end;
+                continue;
+            }
+            r => r.unwrap(),
+        };
         let Some(slice) = r.slice else { break };
         let bytes = slice.read_to_vec().unwrap();
         for item in batches(&bytes) {
@@ -90,15 +103,18 @@ fn segment_batches_past_the_next_segment_base_are_cut() {
         read.iter().all(|&(_, last)| last < end),
         "read returned offsets at or past the log end {end}: {read:?}"
     );
-    assert_eq!(read, vec![(0, 2)]);
-    assert_eq!(end, 3);
+    // Offsets 3..6 of segment 0 (the overlapping batch) are quarantined; segment 6's bad batch
+    // is the torn tail of the last segment and is cut.
+    assert_eq!(read, vec![(0, 2), (3, -6)]);
+    assert_eq!(end, 6);
     assert!(report.truncated_bytes > 0);
+    assert_eq!(report.corrupt_files.len(), 1);
 }
 
-/// The same overlap with a healthy next segment: the overlapping batch ends the log, and, as
-/// for any invalid batch, the segments after the cut are deleted.
+/// The same overlap with a healthy next segment: the overlapping batch is quarantined (moved
+/// aside), the next segment is kept.
 #[test]
-fn overlap_with_a_valid_next_segment_ends_the_log_at_the_overlap() {
+fn overlap_with_a_valid_next_segment_is_quarantined_and_the_next_segment_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t-0");
     std::fs::create_dir_all(&dir).unwrap();
@@ -108,11 +124,12 @@ fn overlap_with_a_valid_next_segment_ends_the_log_at_the_overlap() {
     std::fs::write(segment(&dir, 5), batch(5, 2)).unwrap();
 
     let (log, report) = open_unclean(&dir);
-    assert_eq!(read_everything(&log), vec![(0, 2)]);
-    assert_eq!(log.log_end_offset(), 3);
-    assert_eq!(log.segment_count(), 1);
-    assert_eq!(report.deleted_segments, 1);
-    assert!(!segment(&dir, 5).exists());
+    assert_eq!(read_everything(&log), vec![(0, 2), (3, -5), (5, 6)]);
+    assert_eq!(log.log_end_offset(), 7);
+    assert_eq!(log.segment_count(), 2);
+    assert_eq!(report.deleted_segments, 0);
+    assert!(segment(&dir, 5).exists());
+    assert_eq!(report.corrupt_files.len(), 1);
 }
 
 /// Control: segments that stay below each other's base offsets are kept whole.

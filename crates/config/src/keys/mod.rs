@@ -148,6 +148,10 @@ pub static SKIFF_BROKER_KEYS: &[KeySpec] = &[
     k("log.cleaner.compaction.strategy", ConfigType::String, Some("offset"), DynamicMode::ClusterWide, Support::Implemented, "Default compaction winner rule: offset, timestamp, header or header:<name> (KIP-280)."),
     k("log.cleaner.compaction.strategy.header", ConfigType::String, None, DynamicMode::ClusterWide, Support::Implemented, "Default header whose 8-byte value orders records under the header strategy."),
     k("skiff.admin.listener", ConfigType::String, None, DynamicMode::ReadOnly, Support::Implemented, "host:port of the admin HTTP port (/livez, /readyz, /api/v1/...; port 0 = ephemeral); empty = not bound."),
+    k("skiff.log.scrub.backoff.ms", ConfigType::Long, Some("30000"), DynamicMode::ClusterWide, Support::Implemented, "How long the log scrubber sleeps when no sealed segment is due for verification."),
+    k("skiff.log.scrub.enable", ConfigType::Boolean, Some("true"), DynamicMode::ClusterWide, Support::Implemented, "Run the background log scrubber: verifies every sealed segment's CRCs and quarantines corrupt batches (CORRUPT_MESSAGE to consumers, logged at ERROR, shown in the admin view)."),
+    k("skiff.log.scrub.interval.ms", ConfigType::Long, Some("604800000"), DynamicMode::ClusterWide, Support::Implemented, "A sealed segment is verified again this long after its last verification (progress survives restarts)."),
+    k("skiff.log.scrub.io.max.bytes.per.second", ConfigType::Double, Some("1.048576E7"), DynamicMode::ClusterWide, Support::Implemented, "The most bytes per second the log scrubber reads (it runs at nice 10)."),
 ];
 
 /// Looks a broker key up in Kafka's table, then Skiff's.

@@ -278,6 +278,7 @@ fn summary(tp: &TopicPartition, log: &skiff_storage::SharedLog) -> PartitionSumm
         high_watermark: l.high_watermark(),
         size_bytes: l.size_bytes(),
         segment_count: l.segment_count(),
+        quarantined_ranges: l.quarantined().len(),
     }
 }
 

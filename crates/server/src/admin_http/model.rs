@@ -79,6 +79,9 @@ pub struct PartitionSummary {
     pub high_watermark: i64,
     pub size_bytes: u64,
     pub segment_count: usize,
+    /// issue 12: quarantined (corrupt) offset ranges; details in the `integrity` section.
+    #[serde(default)]
+    pub quarantined_ranges: usize,
 }
 
 impl PartitionSummary {
@@ -161,6 +164,7 @@ mod tests {
             high_watermark: 40,
             size_bytes: 4096,
             segment_count: 3,
+            quarantined_ranges: 0,
         }
     }
 
@@ -218,7 +222,8 @@ mod tests {
             serde_json::to_value(&doc).unwrap(),
             json!({"partitions": [{
                 "topic": "orders", "partition": 2, "log_start_offset": 5, "log_end_offset": 42,
-                "high_watermark": 40, "size_bytes": 4096, "segment_count": 3
+                "high_watermark": 40, "size_bytes": 4096, "segment_count": 3,
+                "quarantined_ranges": 0
             }]})
         );
         let back: PartitionList =

@@ -1,6 +1,6 @@
 //! The extension point of `GET /api/v1/partitions/{topic}/{partition}`: per-partition
-//! sections contributed by subsystems: producer state, the log cleaner (issue 7) and delayed
-//! delivery (issue 8).
+//! sections contributed by subsystems: producer state, the log cleaner (issue 7), delayed
+//! delivery (issue 8) and integrity (quarantined ranges and scrub progress, issue 12).
 //!
 //! Mental model: [`SECTION_PROVIDERS`] is a static list of plain functions. For a partition
 //! the broker hosts, the detail handler calls each provider in list order and puts every
@@ -34,7 +34,7 @@ use crate::broker::Broker;
 pub type SectionProvider = fn(&Broker, &TopicPartition) -> Option<(&'static str, Value)>;
 
 /// Every section provider, in the order they run. Add one line per subsystem.
-pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers, cleaner, delivery];
+pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers, cleaner, delivery, integrity];
 
 /// The most producers the `producers` section lists (the count is always exact).
 pub const PRODUCERS_LISTED_MAX: usize = 100;
@@ -87,6 +87,16 @@ pub fn delivery(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, V
         return None;
     }
     Some(("delivery", serde_json::to_value(status).ok()?))
+}
+
+/// `integrity`: corruption handling (issue 12), as [`skiff_storage::integrity::IntegrityStatus`]:
+/// `{"quarantined": [{start_offset, end_offset, segment, position, len, reason, found_by}...],
+/// "quarantined_ranges", "quarantined_records", "truncated", "sealed_segments", "scrub":
+/// {last_scrub_ms, segments_verified, corrupt_batches_found, bytes_verified}}`. Always present.
+pub fn integrity(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
+    let log = broker.logs.get(tp)?;
+    let status = log.lock().integrity_status();
+    Some(("integrity", serde_json::to_value(status).ok()?))
 }
 
 /// Runs every provider for one partition.

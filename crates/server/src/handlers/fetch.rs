@@ -16,6 +16,15 @@
 //! offset (a batch boundary, so still one sendfile region); the response's LastStableOffset
 //! is min(LSO, DSO) while HighWatermark stays the real one; the DSO timer
 //! ([`crate::delivery`]) wakes long polls when it moves. Replica fetches ignore it.
+//! Corruption (issue 12): a fetch offset inside a quarantined range answers the partition with
+//! CORRUPT_MESSAGE (2) and no bytes; a read before the range stops at its first byte, a read
+//! after it is served. Why 2 and not KAFKA_STORAGE_ERROR (56): stock clients treat 56 as a
+//! retriable leadership problem and retry silently for ever (Java's FetchCollector requests a
+//! metadata update, librdkafka's fetcher the same), while 2 reaches the application (Java
+//! throws "Encountered corrupt message when fetching offset N", librdkafka delivers a consumer
+//! error), which can then seek past the range; Kafka's own broker answers a
+//! CorruptRecordException on a read with 2 as well. The check is a range lookup: no CRC work
+//! on the sendfile path.
 //! Record data is returned as `Records::File` regions of segment files, which the connection
 //! sends with `sendfile`, never copied through user space. Sessions created and incremental
 //! fetches served are counted in [`crate::stats::ServerStats`].
@@ -287,7 +296,11 @@ fn read_one(
             }
         }
         Err(e) => {
-            if !matches!(e, StorageError::OffsetOutOfRange { .. }) {
+            // A quarantined range was logged at ERROR once, when it was found.
+            if !matches!(
+                e,
+                StorageError::OffsetOutOfRange { .. } | StorageError::Quarantined { .. }
+            ) {
                 tracing::error!(topic = %req.key.topic, partition = req.key.partition, error = %e, "fetch read failed");
             }
             PartResult {

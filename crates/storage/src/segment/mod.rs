@@ -124,6 +124,17 @@ pub struct RollParams {
     pub now_ms: i64,
 }
 
+/// Where a read's offset lies in a segment (issue 12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Translated {
+    /// The first batch whose last offset reaches the target.
+    Found(BatchHeader),
+    /// The segment ends (cleanly) before the target.
+    End,
+    /// The header scan stopped at bytes that are not a batch boundary before reaching it.
+    Damaged,
+}
+
 /// A byte range of a segment's data file, ready for `sendfile` or `pread`.
 #[derive(Clone, Debug)]
 pub struct FileSlice {
@@ -390,6 +401,40 @@ impl LogSegment {
             }
         }
         Ok(None)
+    }
+
+    /// issue 12: [`Self::translate_offset`] for reads: jumps over `skips` (quarantined bytes
+    /// still in the file) and tells a clean end of the segment from a scan stopped by damage.
+    pub fn translate_for_read(&self, target: i64, skips: Vec<(u64, u64)>) -> Result<Translated> {
+        let (_, pos) = self.offset_index.lookup(target);
+        let start = u64::from(pos).min(self.size);
+        let mut scan = HeaderScanner::new(&self.file, start, self.size).with_skips(skips);
+        while let Some(h) = scan.next_header().at(&self.log_path)? {
+            if h.last_offset >= target {
+                return Ok(Translated::Found(h));
+            }
+        }
+        Ok(match scan.stop_reason() {
+            None => Translated::End,
+            Some(_) => Translated::Damaged,
+        })
+    }
+
+    /// issue 12: scans the whole segment (jumping over `skips`) to where its framing is lost:
+    /// `(position of the first unreadable header, offset after the last good one)`, or `None`
+    /// if the segment reads to its end.
+    pub fn locate_damage(&self, skips: Vec<(u64, u64)>) -> Result<Option<(u64, i64)>> {
+        let mut scan = HeaderScanner::new(&self.file, 0, self.size).with_skips(skips);
+        let mut next = self.base_offset;
+        while let Some(h) = scan.next_header().at(&self.log_path)? {
+            next = h.next_offset();
+        }
+        Ok(match scan.stop_reason() {
+            Some(
+                scan::ScanStop::BadHeader { position } | scan::ScanStop::Truncated { position },
+            ) => Some((*position, next)),
+            None => None,
+        })
     }
 
     /// The byte position where data at or after `offset` starts (segment size if none).

@@ -11,7 +11,10 @@
 //! header of a 1 MiB batch after another costs 61 bytes copied, not 64 KiB (the C1 profile in
 //! docs/performance.md).
 //!
-//! Invariants: nothing here trusts the file. A header whose declared length runs past `end` or is
+//! Invariants: nothing here trusts the file. A header without the v2 magic byte, or (header
+//! scanner) one whose base offset goes below the previous batch's next offset, is not a batch
+//! boundary: the scan stops with [`ScanStop::BadHeader`] (issue 12: lost framing is detected,
+//! never read through). A header whose declared length runs past `end` or is
 //! below the v2 minimum ends the scan with an error the caller decides about (recovery truncates,
 //! reads stop). Allocation never exceeds the larger of the chunk size and one batch that fits
 //! inside `end`.
@@ -70,6 +73,10 @@ impl BatchHeader {
         }
         let be_i64 = |at: usize| i64::from_be_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
         let be_i32 = |at: usize| i32::from_be_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]));
+        // issue 12: a header without the v2 magic byte is not a batch boundary (lost framing).
+        if b[16] as i8 != skiff_record::MAGIC_V2 {
+            return None;
+        }
         let length = be_i32(8);
         if length < (BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES) as i32 {
             return None;
@@ -166,6 +173,10 @@ pub struct HeaderScanner<'f> {
     next_chunk: usize,
     /// Size of the batch just passed (0 before the first).
     last_size: u64,
+    /// Offset after the batch just passed (`i64::MIN` before the first): offsets increase.
+    next_offset: i64,
+    /// Byte ranges `[start, end)` to jump over (quarantined damaged bytes, issue 12).
+    skips: Vec<(u64, u64)>,
 }
 
 impl<'f> HeaderScanner<'f> {
@@ -176,7 +187,20 @@ impl<'f> HeaderScanner<'f> {
             stopped: None,
             next_chunk: FIRST_SCAN_CHUNK_BYTES,
             last_size: 0,
+            next_offset: i64::MIN,
+            skips: Vec::new(),
         }
+    }
+
+    /// The scanner jumps over these byte ranges (damaged bytes left in place, issue 12).
+    pub fn with_skips(mut self, skips: Vec<(u64, u64)>) -> Self {
+        self.skips = skips;
+        self
+    }
+
+    /// Offset after the last header returned (`None` before the first).
+    pub fn next_offset(&self) -> Option<i64> {
+        (self.next_offset != i64::MIN).then_some(self.next_offset)
     }
 
     /// How many bytes the next `pread` should fetch: just the header after a batch larger than
@@ -197,6 +221,13 @@ impl<'f> HeaderScanner<'f> {
 
     /// The next header, `Ok(None)` at a clean end or a stop (see [`Self::stop_reason`]).
     pub fn next_header(&mut self) -> std::io::Result<Option<BatchHeader>> {
+        while let Some(&(_, end)) = self
+            .skips
+            .iter()
+            .find(|(s, e)| *s <= self.pos && self.pos < *e)
+        {
+            self.pos = end;
+        }
         if self.stopped.is_some() || self.pos >= self.inner.end {
             return Ok(None);
         }
@@ -218,8 +249,14 @@ impl<'f> HeaderScanner<'f> {
             self.stopped = Some(ScanStop::Truncated { position: pos });
             return Ok(None);
         }
+        if h.base_offset < self.next_offset {
+            // issue 12: offsets never go back in a valid segment; this is not a batch boundary.
+            self.stopped = Some(ScanStop::BadHeader { position: pos });
+            return Ok(None);
+        }
         self.pos = h.end_position();
         self.last_size = u64::from(h.size);
+        self.next_offset = h.next_offset();
         Ok(Some(h))
     }
 }
@@ -284,6 +321,7 @@ mod tests {
             let mut b = vec![0u8; size];
             b[0..8].copy_from_slice(&(i as i64).to_be_bytes());
             b[8..12].copy_from_slice(&((size - LOG_OVERHEAD_BYTES) as i32).to_be_bytes());
+            b[16] = 2;
             bytes.extend_from_slice(&b);
         }
         let f = tempfile::NamedTempFile::new().unwrap();
