@@ -97,6 +97,7 @@ impl Log {
             producers: PartitionProducers::default(),
             delivery: Default::default(), // delivery delay (issue 8)
             deleted: false,
+            health: Default::default(), // issue 12: set by the log manager
         };
 
         // A missing, garbled or empty leader-epoch checkpoint is rebuilt from the batches below.
