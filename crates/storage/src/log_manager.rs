@@ -542,8 +542,15 @@ impl LogManager {
                         let Some((tp, log)) = queue.lock().pop() else {
                             break;
                         };
-                        if let Err(e) = log.lock().close(now) {
-                            tracing::error!(%tp, error = %e, "closing log failed; the next start will recover it");
+                        match log.lock().close(now) {
+                            Ok(()) => {}
+                            // Its dir went offline meanwhile (logged once, and below).
+                            Err(e @ StorageError::LogDirOffline { .. }) => {
+                                tracing::debug!(%tp, error = %e, "not closed: log dir offline");
+                            }
+                            Err(e) => {
+                                tracing::error!(%tp, error = %e, "closing log failed; the next start will recover it");
+                            }
                         }
                     }
                 });
