@@ -19,6 +19,9 @@
 //!   without a cleaner. See [`compaction`].
 //! - `sendfile-floor` (issue 4, C1): one side of a bare sendfile transfer over TCP, the
 //!   kernel's floor for a catch-up read. See [`sendfile_floor`].
+//! - `partitions` (issue 12 item 11): runs a `skiff` binary with 5,000 partitions: produce
+//!   req/s per 1-s window and latency across all of them, unclean/clean restart to ready,
+//!   SIGTERM shutdown. See [`partitions`].
 //!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
@@ -29,6 +32,7 @@ mod delivery;
 mod durable;
 mod index;
 mod machine;
+mod partitions;
 mod payload;
 mod produce_gen;
 mod produce_plan;
@@ -91,6 +95,10 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Many partitions (issue 12 item 11): starts the broker, creates one topic of
+    /// --partitions partitions, produces across all of them (req/s per 1-s window, latency),
+    /// then times unclean and clean restarts and SIGTERM shutdowns.
+    Partitions(partitions::Args),
     /// One side of the sendfile floor of the broker benchmark's C1 cell (used by
     /// bench/broker/limits.py): a page-cache file over TCP in 1 MiB sendfile calls.
     SendfileFloor(sendfile_floor::Args),
@@ -116,5 +124,6 @@ fn main() -> anyhow::Result<()> {
         Command::Produce(args) => produce_gen::main(args),
         Command::Compaction { dir, quick } => compaction::run(&dir, &compaction::Options { quick }),
         Command::SendfileFloor(args) => sendfile_floor::main(args),
+        Command::Partitions(args) => partitions::main(args),
     }
 }

@@ -338,14 +338,14 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// One blocking connection.
-struct Conn {
+/// One blocking connection (also used by `partitions`).
+pub(crate) struct Conn {
     stream: TcpStream,
     next_cid: i32,
 }
 
 impl Conn {
-    fn open(addr: &str) -> Result<Conn> {
+    pub(crate) fn open(addr: &str) -> Result<Conn> {
         let stream = TcpStream::connect(addr).with_context(|| format!("connect {addr}"))?;
         stream.set_read_timeout(Some(DEADLINE))?;
         stream.set_write_timeout(Some(DEADLINE))?;
@@ -357,7 +357,7 @@ impl Conn {
     }
 
     /// Sends a request; returns its correlation id.
-    fn send(&mut self, version: i16, body: RequestBody) -> Result<i32> {
+    pub(crate) fn send(&mut self, version: i16, body: RequestBody) -> Result<i32> {
         let correlation_id = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
         let header = RequestHeader {
@@ -373,7 +373,7 @@ impl Conn {
     }
 
     /// Reads the next response, which must be for `cid`.
-    fn recv(&mut self, key: ApiKey, version: i16, cid: i32) -> Result<ResponseBody> {
+    pub(crate) fn recv(&mut self, key: ApiKey, version: i16, cid: i32) -> Result<ResponseBody> {
         let mut size = [0u8; 4];
         self.stream.read_exact(&mut size).context("response size")?;
         let size = usize::try_from(i32::from_be_bytes(size)).context("negative frame size")?;
@@ -389,14 +389,14 @@ impl Conn {
         Ok(body)
     }
 
-    fn call(&mut self, version: i16, body: RequestBody) -> Result<ResponseBody> {
+    pub(crate) fn call(&mut self, version: i16, body: RequestBody) -> Result<ResponseBody> {
         let key = body.api_key();
         let cid = self.send(version, body)?;
         self.recv(key, version, cid)
     }
 
     /// Partition count of `topic`, once every partition has a leader.
-    fn partitions(&mut self, topic: &str) -> Result<usize> {
+    pub(crate) fn partitions(&mut self, topic: &str) -> Result<usize> {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let req = MetadataRequest {

@@ -219,12 +219,17 @@ impl Broker {
     }
 
     /// The log of one partition of a known topic, created if metadata has it but the log is
-    /// missing. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION.
+    /// missing. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION; its log dir offline ->
+    /// KAFKA_STORAGE_ERROR.
     pub fn partition_log(&self, topic: &TopicInfo, partition: i32) -> Result<SharedLog, ErrorCode> {
         if partition < 0 || partition >= topic.partitions {
             return Err(ErrorCode::UnknownTopicOrPartition);
         }
         let tp = TopicPartition::new(topic.name.clone(), partition);
+        // issue 12: a partition whose log dir is offline answers KAFKA_STORAGE_ERROR.
+        self.logs
+            .check_partition_online(&tp)
+            .map_err(|e| e.error_code())?;
         if let Some(log) = self.logs.get(&tp) {
             return Ok(log);
         }

@@ -38,6 +38,14 @@ pub enum StorageError {
     },
     #[error("the log for {0} is closed or deleted")]
     Closed(String),
+    /// issue 12: the partition's log dir is offline after a failed write (see
+    /// [`crate::log_dir`]); nothing is read or written until it is back.
+    #[error("the log dir {dir} of {tp} is offline: {reason}")]
+    LogDirOffline {
+        tp: String,
+        dir: String,
+        reason: String,
+    },
     /// An idempotent-producer check refused a leader append (45, 47 or 87).
     #[error(transparent)]
     Producer(#[from] crate::producer_state::ProducerError),
@@ -54,9 +62,10 @@ impl StorageError {
     /// The Kafka error code a request handler should answer with.
     pub fn error_code(&self) -> ErrorCode {
         match self {
-            StorageError::Io { .. } | StorageError::Corrupt { .. } | StorageError::Closed(_) => {
-                ErrorCode::KafkaStorageError
-            }
+            StorageError::Io { .. }
+            | StorageError::Corrupt { .. }
+            | StorageError::Closed(_)
+            | StorageError::LogDirOffline { .. } => ErrorCode::KafkaStorageError,
             StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             StorageError::Quarantined { .. } => ErrorCode::CorruptMessage,
             StorageError::RecordListTooLarge { .. } => ErrorCode::RecordListTooLarge,

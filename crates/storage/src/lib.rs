@@ -3,8 +3,9 @@
 //! Mental model (Kafka's layout, KAFKA-506 / KIP-33): a partition is a directory
 //! `<topic>-<partition>/` of segments. A segment is `<20-digit base offset>.log` (a plain
 //! concatenation of v2 record batches, the authoritative data) plus two rebuildable caches:
-//! `.index` (sparse offset -> position) and `.timeindex` (sparse max-timestamp -> offset), both
-//! memory-mapped and preallocated while the segment is active, trimmed when it rolls.
+//! `.index` (sparse offset -> position) and `.timeindex` (sparse max-timestamp -> offset), held
+//! in memory and written with `pwrite` while the segment is active, trimmed to their entries and
+//! mapped read-only when it rolls. A failed write takes its log dir offline ([`log_dir`]).
 //! Small checkpoint files (recovery point, log start offset, high watermark, leader epochs) are
 //! replaced atomically. Idempotent-producer state (last sequences per producer id) lives in
 //! memory and in `<offset>.snapshot` files written on roll and close (see [`producer_state`]).
@@ -20,6 +21,8 @@ pub mod error;
 pub mod integrity;
 pub mod leader_epoch;
 pub mod log;
+pub mod log_dir;
+mod log_guard;
 pub mod log_manager;
 pub mod producer_state;
 pub mod read;

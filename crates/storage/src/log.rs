@@ -14,8 +14,8 @@
 //!
 //! Invariants: segments are contiguous in offset order and only the last one is appended to;
 //! after any successful operation the in-memory offsets agree with the files; an append is
-//! either fully written or reported as an error (then the log must be reopened: Kafka marks the
-//! log dir offline in that case).
+//! either fully written or reported as an error, and an I/O error takes the log dir offline
+//! until the log is re-opened ([`crate::log_guard`], [`crate::log_dir`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -104,6 +104,8 @@ pub struct Log {
     pub(crate) deleted: bool,
     /// Corruption handling (issue 12): quarantined ranges and scrub progress.
     pub(crate) integrity: parking_lot::Mutex<crate::integrity::Integrity>,
+    /// issue 12: the health of the log dir holding this log (see [`crate::log_guard`]).
+    pub(crate) health: Arc<crate::log_dir::LogDirHealth>,
 }
 
 impl Log {
@@ -212,7 +214,7 @@ impl Log {
     /// first checked against the producer state: a retry of one of the producer's last 5
     /// batches appends nothing and answers `duplicate: true` with the original offsets; a
     /// sequence or epoch violation is `StorageError::Producer`.
-    pub fn append_as_leader(
+    pub(crate) fn append_as_leader_unguarded(
         &mut self,
         batch: &mut [u8],
         leader_epoch: i32,
@@ -233,7 +235,7 @@ impl Log {
     /// [`validate_client_batch`](crate::validate::validate_client_batch), without copying it:
     /// the 61-byte header is copied and stamped with the base offset and `leader_epoch`, then
     /// written together with the (borrowed) records section in one `pwritev`.
-    pub fn append_validated(
+    pub(crate) fn append_validated_unguarded(
         &mut self,
         batch: &ValidatedBatch<'_>,
         leader_epoch: i32,
@@ -280,7 +282,11 @@ impl Log {
 
     /// Appends a batch whose offsets were assigned by a leader (replication, tests).
     /// Its base offset must be at or past the log end.
-    pub fn append_as_follower(&mut self, batch: &[u8], now_ms: i64) -> Result<AppendInfo> {
+    pub(crate) fn append_as_follower_unguarded(
+        &mut self,
+        batch: &[u8],
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
         let header = header_of(batch)?;
         let due = self.follower_delivery_due(batch, now_ms); // delivery delay (issue 8)
         let info = self.append_split(&header, batch, &[], now_ms)?;
@@ -368,7 +374,7 @@ impl Log {
     }
 
     /// Rolls a new active segment at the log end offset.
-    pub fn roll(&mut self, now_ms: i64) -> Result<()> {
+    pub(crate) fn roll_unguarded(&mut self, now_ms: i64) -> Result<()> {
         let base = self.log_end_offset;
         if self.active().size() == 0 && self.active().base_offset() == base {
             return Ok(());
@@ -406,7 +412,7 @@ impl Log {
 
     /// Removes everything at offsets ≥ `offset` (replica truncation). A batch containing
     /// `offset` is removed whole, so the new log end can be below `offset`.
-    pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
+    pub(crate) fn truncate_to_unguarded(&mut self, offset: i64) -> Result<()> {
         if offset >= self.log_end_offset {
             return Ok(());
         }
@@ -440,7 +446,7 @@ impl Log {
     }
 
     /// Deletes every segment and restarts the log empty at `offset`.
-    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
+    pub(crate) fn truncate_fully_and_start_at_unguarded(&mut self, offset: i64) -> Result<()> {
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         for base in bases {
             if let Some(mut seg) = self.segments.remove(&base) {
@@ -523,7 +529,11 @@ impl Log {
 
     /// Runs one retention pass. `max_removable_offset` is the delayed-delivery bound (or
     /// `i64::MAX`). Returns the number of segments deleted.
-    pub fn apply_retention(&mut self, now_ms: i64, max_removable_offset: i64) -> Result<usize> {
+    pub(crate) fn apply_retention_unguarded(
+        &mut self,
+        now_ms: i64,
+        max_removable_offset: i64,
+    ) -> Result<usize> {
         let facts = self.segment_facts();
         let decision = retention::decide(
             &facts,
@@ -601,12 +611,12 @@ impl Log {
     }
 
     /// Flushes everything (recovery point = log end offset).
-    pub fn flush(&mut self, now_ms: i64) -> Result<()> {
+    pub(crate) fn flush_unguarded(&mut self, now_ms: i64) -> Result<()> {
         if let Some(plan) = self.inactive_flush_plan() {
             plan.execute().at(&self.dir)?;
             self.complete_flush(&plan);
         }
-        self.active().flush()?;
+        self.active_mut().flush()?;
         self.recovery_point = self.log_end_offset;
         self.sync.mark_synced(self.log_end_offset);
         self.unflushed_messages = 0;
@@ -615,7 +625,7 @@ impl Log {
     }
 
     /// Orderly close: final index entries, trimmed indexes, everything flushed.
-    pub fn close(&mut self, now_ms: i64) -> Result<()> {
+    pub(crate) fn close_unguarded(&mut self, now_ms: i64) -> Result<()> {
         self.active_mut().on_become_inactive()?;
         self.flush(now_ms)?;
         self.snapshot_producers_on_close()?;

@@ -13,6 +13,11 @@
 //! *hosts* (the `logs` map), never from leadership or liveness state, so a hosted partition is
 //! never dropped from `replication-offset-checkpoint`.
 //!
+//! Log dir failures (issue 12, [`crate::log_dir`]): a dir whose load, write or checkpoint fails
+//! with an I/O error goes offline alone (the start fails only if every dir is offline); its
+//! partitions are refused and never re-created elsewhere, the ticker probes it and re-opens its
+//! logs when space returns (`dirs.rs`). An offline dir gets no clean-shutdown marker.
+//!
 //! Threads: the manager is `Sync`; each log sits behind its own mutex ([`SharedLog`]). fsyncs of
 //! rolled segments run without holding a log's mutex.
 
@@ -29,6 +34,11 @@ use crate::checkpoint::OffsetCheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::log::{LoadReport, Log, LogOpenOptions};
+use crate::log_dir::LogDirHealth;
+
+mod dirs;
+pub use dirs::{OfflineDir, PROBE_INTERVAL_MS};
+use dirs::{offline_reason, scan_log_dir};
 
 /// A log shared between request handlers and the background ticker.
 pub type SharedLog = Arc<Mutex<Log>>;
@@ -36,12 +46,17 @@ pub type SharedLog = Arc<Mutex<Log>>;
 /// What loading reported per partition.
 pub type LoadReports = Vec<(TopicPartition, LoadReport)>;
 
-type Loaded = Result<(usize, TopicPartition, Log, LoadReport)>;
+type Loaded = std::result::Result<
+    (usize, TopicPartition, Log, LoadReport),
+    (usize, TopicPartition, LogConfig, StorageError),
+>;
 
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+/// Threads closing logs at shutdown (issue 12: 5,000 partitions close in parallel).
+const CLOSE_THREADS: usize = 32;
 /// Partition directories being deleted end with this.
 pub const DELETE_DIR_SUFFIX: &str = "-delete";
 
@@ -110,6 +125,16 @@ pub struct LogManager {
     /// Owned here so that deleting a partition drops its entry under the same lock the
     /// cleaner sets entries with: a re-created partition never inherits a first dirty offset.
     cleaner_checkpoints: Mutex<HashMap<PathBuf, crate::swap::CleanerCheckpoint>>,
+    /// issue 12: the health of each log dir (same order as `cfg.log_dirs`); every log of a dir
+    /// holds the same `Arc`.
+    health: Vec<Arc<LogDirHealth>>,
+    /// issue 12: partitions found in a dir whose load failed with an I/O error at start: not
+    /// hosted (and never re-created elsewhere) until the dir comes back.
+    stranded: Mutex<BTreeMap<TopicPartition, (usize, LogConfig)>>,
+    /// issue 12: when each offline dir was last probed.
+    last_probe_ms: Mutex<Vec<i64>>,
+    /// issue 12: a failed re-open of each dir was logged (once per offline period).
+    reopen_warned: Mutex<Vec<bool>>,
 }
 
 /// Wall-clock milliseconds.
@@ -131,44 +156,21 @@ impl LogManager {
         if cfg.log_dirs.is_empty() {
             return Err(StorageError::InvalidArgument("log.dirs is empty".into()));
         }
+        let health: Vec<Arc<LogDirHealth>> = cfg
+            .log_dirs
+            .iter()
+            .map(|d| Arc::new(LogDirHealth::new(d.clone())))
+            .collect();
         let mut work = Vec::new();
         let mut per_dir = Vec::new();
         for (i, dir) in cfg.log_dirs.iter().enumerate() {
-            std::fs::create_dir_all(dir).at(dir)?;
-            let marker = dir.join(CLEAN_SHUTDOWN_FILE);
-            let clean = marker.exists();
-            let rp = read_checkpoint(&dir.join(RECOVERY_POINT_CHECKPOINT));
-            let lso = read_checkpoint(&dir.join(LOG_START_OFFSET_CHECKPOINT));
-            let hw = read_checkpoint(&dir.join(REPLICATION_OFFSET_CHECKPOINT));
-            for entry in std::fs::read_dir(dir).at(dir)? {
-                let entry = entry.at(dir)?;
-                if !entry.file_type().at(dir)?.is_dir() {
-                    continue;
-                }
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name.ends_with(DELETE_DIR_SUFFIX) {
-                    if let Err(e) = std::fs::remove_dir_all(entry.path()) {
-                        tracing::warn!(dir = %entry.path().display(), error = %e, "could not remove deleted partition dir");
-                    }
-                    continue;
-                }
-                if cfg.reserved_dirs.contains(&name) {
-                    continue;
-                }
-                let Some(tp) = TopicPartition::from_dir_name(&name) else {
-                    tracing::warn!(dir = %entry.path().display(), "ignoring a directory that is not <topic>-<partition>");
-                    continue;
-                };
-                let opts = LogOpenOptions {
-                    recovery_point: rp.get(&tp).copied().unwrap_or(0),
-                    log_start_offset: lso.get(&tp).copied().unwrap_or(0),
-                    high_watermark: hw.get(&tp).copied().unwrap_or(0),
-                    clean_shutdown: clean,
-                    now_ms: now,
-                };
-                work.push((i, entry.path(), tp, opts));
+            let clean = dir.join(CLEAN_SHUTDOWN_FILE).exists();
+            match scan_log_dir(&cfg, dir, clean, now) {
+                Ok(found) => work.extend(found.into_iter().map(|(path, tp, o)| (i, path, tp, o))),
+                // issue 12: a dir that cannot even be listed is offline; the others serve.
+                Err(e) => health[i].fail(&e),
             }
-            per_dir.push((marker, clean));
+            per_dir.push((dir.join(CLEAN_SHUTDOWN_FILE), clean));
         }
         let threads =
             (cfg.recovery_threads_per_dir.max(1) * cfg.log_dirs.len()).min(work.len().max(1));
@@ -181,8 +183,10 @@ impl LogManager {
                         let Some((i, path, tp, opts)) = queue.lock().pop() else {
                             break;
                         };
-                        let r = Log::open(&path, tp.clone(), config_for(&tp), opts)
-                            .map(|(log, rep)| (i, tp, log, rep));
+                        let r = match Log::open(&path, tp.clone(), config_for(&tp), opts) {
+                            Ok((log, rep)) => Ok((i, tp, log, rep)),
+                            Err(e) => Err((i, tp.clone(), config_for(&tp), e)),
+                        };
                         results.lock().push(r);
                     }
                 });
@@ -190,17 +194,39 @@ impl LogManager {
         });
         let mut logs = BTreeMap::new();
         let mut reports = Vec::new();
+        let mut stranded = BTreeMap::new();
         for r in results.into_inner() {
-            let (i, tp, mut log, rep) = r?;
+            let (i, tp, mut log, rep) = match r {
+                Ok(loaded) => loaded,
+                // issue 12: an I/O error (e.g. a full disk) takes only that dir offline.
+                Err((i, tp, config, e @ StorageError::Io { .. })) => {
+                    health[i].fail(&format_args!("loading {tp}: {e}"));
+                    stranded.insert(tp, (i, config));
+                    continue;
+                }
+                Err((_, _, _, e)) => return Err(e),
+            };
             // Kafka drops producers that expired while the broker was down when it loads them.
             log.remove_expired_producers(now, cfg.producer_id_expiration_ms);
+            log.set_health(Arc::clone(&health[i]));
             reports.push((tp.clone(), rep));
             logs.insert(tp, (i, Arc::new(Mutex::new(log))));
         }
-        for (marker, clean) in per_dir {
-            if clean {
-                std::fs::remove_file(&marker).at(&marker)?;
+        for (i, (marker, clean)) in per_dir.into_iter().enumerate() {
+            if clean && let Err(e) = std::fs::remove_file(&marker) {
+                health[i].fail(&format_args!("{}: {e}", marker.display()));
             }
+        }
+        // Kafka refuses to start when every log dir is offline.
+        if health.iter().all(|h| !h.is_online()) {
+            let why: Vec<String> = health
+                .iter()
+                .map(|h| format!("{}: {}", h.path().display(), offline_reason(h)))
+                .collect();
+            return Err(StorageError::InvalidArgument(format!(
+                "every log dir is offline, cannot start: {}",
+                why.join("; ")
+            )));
         }
         let mgr = Arc::new(LogManager {
             cfg,
@@ -215,6 +241,10 @@ impl LogManager {
             checkpoint_lock: Mutex::new(()),
             cleaner_checkpoints: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            last_probe_ms: Mutex::new(vec![now; health.len()]),
+            reopen_warned: Mutex::new(vec![false; health.len()]),
+            health,
+            stranded: Mutex::new(stranded),
         });
         mgr.write_checkpoints()?;
         Ok((mgr, reports))
@@ -296,11 +326,21 @@ impl LogManager {
         if let Some((_, l)) = logs.get(tp) {
             return Ok(Arc::clone(l));
         }
+        // issue 12: a partition of an offline dir is never re-created elsewhere.
+        if let Some(i) = self.stranded.lock().get(tp).map(|(i, _)| *i) {
+            return Err(self.offline_error(tp, i));
+        }
         let mut counts = vec![0usize; self.cfg.log_dirs.len()];
         for (i, _) in logs.values() {
             counts[*i] += 1;
         }
-        let i = (0..counts.len()).min_by_key(|i| counts[*i]).unwrap_or(0);
+        // New partitions go to the online dir with the fewest (Kafka skips offline dirs).
+        let Some(i) = (0..counts.len())
+            .filter(|i| self.health[*i].is_online())
+            .min_by_key(|i| counts[*i])
+        else {
+            return Err(self.offline_error(tp, 0));
+        };
         let dir = self.cfg.log_dirs[i].join(tp.dir_name());
         let opts = LogOpenOptions {
             recovery_point: 0,
@@ -309,7 +349,16 @@ impl LogManager {
             clean_shutdown: true,
             now_ms: now,
         };
-        let (log, _) = Log::open(&dir, tp.clone(), config, opts)?;
+        let (mut log, _) = match Log::open(&dir, tp.clone(), config, opts) {
+            Ok(opened) => opened,
+            Err(e) => {
+                if matches!(e, StorageError::Io { .. }) {
+                    self.health[i].fail(&format_args!("creating {tp}: {e}"));
+                }
+                return Err(e);
+            }
+        };
+        log.set_health(Arc::clone(&self.health[i]));
         let shared = Arc::new(Mutex::new(log));
         logs.insert(tp.clone(), (i, Arc::clone(&shared)));
         Ok(shared)
@@ -350,22 +399,28 @@ impl LogManager {
 
     /// One background step at time `now`: flushes, retention, file deletion, checkpoints.
     pub fn tick(&self, now: i64) -> Result<()> {
-        let logs = self.all();
+        // issue 12: offline dirs are probed first; a failure in one dir never stops the others.
+        self.probe_offline_dirs(now);
+        let logs = self.online_logs();
         for (tp, log) in &logs {
             let plan = {
                 let l = log.lock();
                 l.inactive_flush_plan()
             };
             if let Some(plan) = plan {
-                plan.execute().map_err(|e| StorageError::Io {
-                    path: tp.to_string(),
-                    source: e,
-                })?;
+                if let Err(e) = plan.execute() {
+                    let l = log.lock();
+                    l.health()
+                        .fail(&format_args!("{tp}: fsync of rolled segments: {e}"));
+                    continue;
+                }
                 log.lock().complete_flush(&plan);
             }
             let mut l = log.lock();
-            if l.flush_due(now) {
-                l.flush(now)?;
+            if l.flush_due(now)
+                && let Err(e) = l.flush(now)
+            {
+                tracing::debug!(%tp, error = %e, "flush failed");
             }
             l.delete_expired_files(now);
         }
@@ -414,6 +469,9 @@ impl LogManager {
         if retention {
             for (tp, log) in &logs {
                 let mut l = log.lock();
+                if l.check_online().is_err() {
+                    continue;
+                }
                 // delivery delay (issue 8): never remove a batch not yet delivered
                 let bound = l.delivery_stable_offset(now).unwrap_or(i64::MAX);
                 if let Err(e) = l.apply_retention(now, bound) {
@@ -427,25 +485,43 @@ impl LogManager {
         Ok(())
     }
 
-    /// Rewrites all checkpoint files of every log dir from the hosted logs.
+    /// Rewrites all checkpoint files of every online log dir from the hosted logs. A failed
+    /// write takes that dir offline (issue 12); the other dirs are still written.
     pub fn write_checkpoints(&self) -> Result<()> {
         let _one = self.checkpoint_lock.lock();
-        let n = self.cfg.log_dirs.len();
-        let mut rp = vec![BTreeMap::new(); n];
-        let mut lso = vec![BTreeMap::new(); n];
-        let mut hw = vec![BTreeMap::new(); n];
-        for (tp, (i, log)) in self.logs.read().iter() {
-            let l = log.lock();
-            rp[*i].insert(tp.clone(), l.recovery_point());
-            lso[*i].insert(tp.clone(), l.log_start_offset());
-            hw[*i].insert(tp.clone(), l.high_watermark());
-        }
+        let maps = self.checkpoint_maps(None);
         for (i, dir) in self.cfg.log_dirs.iter().enumerate() {
-            write_checkpoint(&dir.join(RECOVERY_POINT_CHECKPOINT), &rp[i])?;
-            write_checkpoint(&dir.join(LOG_START_OFFSET_CHECKPOINT), &lso[i])?;
-            write_checkpoint(&dir.join(REPLICATION_OFFSET_CHECKPOINT), &hw[i])?;
+            if !self.health[i].is_online() {
+                continue;
+            }
+            if let Err(e) = write_dir_checkpoints(dir, &maps[i]) {
+                self.health[i].fail(&format_args!("checkpoint: {e}"));
+            }
         }
         Ok(())
+    }
+
+    /// Rewrites the checkpoints of dir `i` alone, whatever its health (bringing it back).
+    pub(crate) fn write_dir_checkpoints(&self, i: usize) -> Result<()> {
+        let _one = self.checkpoint_lock.lock();
+        let maps = self.checkpoint_maps(Some(i));
+        write_dir_checkpoints(&self.cfg.log_dirs[i], &maps[i])
+    }
+
+    /// Per dir: (recovery points, log start offsets, high watermarks) of the hosted logs.
+    fn checkpoint_maps(&self, only: Option<usize>) -> Vec<CheckpointMaps> {
+        let mut maps = vec![CheckpointMaps::default(); self.cfg.log_dirs.len()];
+        for (tp, (i, log)) in self.logs.read().iter() {
+            if only.is_some_and(|o| o != *i) {
+                continue;
+            }
+            let l = log.lock();
+            let m = &mut maps[*i];
+            m.0.insert(tp.clone(), l.recovery_point());
+            m.1.insert(tp.clone(), l.log_start_offset());
+            m.2.insert(tp.clone(), l.high_watermark());
+        }
+        maps
     }
 
     /// Orderly shutdown: closes every log, writes checkpoints, then the clean-shutdown markers.
@@ -454,14 +530,40 @@ impl LogManager {
             return Ok(());
         }
         let now = now_ms();
-        for (tp, log) in self.all() {
-            if let Err(e) = log.lock().close(now) {
-                tracing::error!(%tp, error = %e, "closing log failed; the next start will recover it");
-                return Err(e);
+        // issue 12: logs close in parallel (5,000 partitions: a few fsyncs each); a log that
+        // cannot close takes its dir offline, and an offline dir gets no clean-shutdown marker
+        // (its next start recovers it), while the other dirs still shut down cleanly.
+        let logs = self.online_logs();
+        // Closing is mostly waiting for fsyncs: many in flight keep the disk's queue busy.
+        let threads = logs.len().clamp(1, CLOSE_THREADS);
+        let queue = Mutex::new(logs);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    loop {
+                        let Some((tp, log)) = queue.lock().pop() else {
+                            break;
+                        };
+                        match log.lock().close(now) {
+                            Ok(()) => {}
+                            // Its dir went offline meanwhile (logged once, and below).
+                            Err(e @ StorageError::LogDirOffline { .. }) => {
+                                tracing::debug!(%tp, error = %e, "not closed: log dir offline");
+                            }
+                            Err(e) => {
+                                tracing::error!(%tp, error = %e, "closing log failed; the next start will recover it");
+                            }
+                        }
+                    }
+                });
             }
-        }
+        });
         self.write_checkpoints()?;
-        for dir in &self.cfg.log_dirs {
+        for (i, dir) in self.cfg.log_dirs.iter().enumerate() {
+            if !self.health[i].is_online() {
+                tracing::error!(log_dir = %dir.display(), reason = %offline_reason(&self.health[i]), "log dir offline at shutdown: no clean-shutdown marker");
+                continue;
+            }
             let marker = dir.join(CLEAN_SHUTDOWN_FILE);
             crate::checkpoint::write_atomic(&marker, b"{\"version\":0,\"brokerEpoch\":-1}\n")
                 .at(&marker)?;
@@ -524,6 +626,19 @@ fn read_checkpoint(path: &Path) -> HashMap<TopicPartition, i64> {
             HashMap::new()
         }
     }
+}
+
+/// One dir's recovery points, log start offsets and high watermarks.
+type CheckpointMaps = (
+    BTreeMap<TopicPartition, i64>,
+    BTreeMap<TopicPartition, i64>,
+    BTreeMap<TopicPartition, i64>,
+);
+
+fn write_dir_checkpoints(dir: &Path, m: &CheckpointMaps) -> Result<()> {
+    write_checkpoint(&dir.join(RECOVERY_POINT_CHECKPOINT), &m.0)?;
+    write_checkpoint(&dir.join(LOG_START_OFFSET_CHECKPOINT), &m.1)?;
+    write_checkpoint(&dir.join(REPLICATION_OFFSET_CHECKPOINT), &m.2)
 }
 
 fn write_checkpoint(path: &Path, entries: &BTreeMap<TopicPartition, i64>) -> Result<()> {

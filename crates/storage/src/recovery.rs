@@ -106,6 +106,7 @@ impl Log {
             delivery: Default::default(), // delivery delay (issue 8)
             deleted: false,
             integrity: parking_lot::Mutex::new(Integrity::load(dir)),
+            health: Default::default(), // issue 12: set by the log manager
         };
 
         // A missing, garbled or empty leader-epoch checkpoint is rebuilt from the batches below.

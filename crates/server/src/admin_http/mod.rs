@@ -88,6 +88,7 @@ impl AdminState {
             logs_and_metadata_loaded: self.broker.get().is_some(),
             listeners_bound: self.listeners_bound.load(Ordering::Acquire),
             shutting_down: *self.shutdown.borrow(),
+            offline_log_dirs: self.broker.get().map_or(0, |b| b.logs.offline_dirs().len()),
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct ReadinessFacts {
     pub listeners_bound: bool,
     /// Shutdown has begun (listeners stop accepting, connections drain).
     pub shutting_down: bool,
+    /// issue 12: log dirs offline after a failed write (their partitions answer
+    /// KAFKA_STORAGE_ERROR; the rest serve).
+    pub offline_log_dirs: usize,
 }
 
 /// Reason strings (stable: probes and scripts may match on them).
@@ -45,6 +48,7 @@ pub mod reason {
     pub const LOADING: &str = "logs and metadata are loading";
     pub const LISTENERS: &str = "kafka listeners are not bound yet";
     pub const SHUTTING_DOWN: &str = "shutting down";
+    pub const LOG_DIR_OFFLINE: &str = "a log dir is offline";
 }
 
 /// `/readyz`: `Ok` when every fact is good, else the `not_ready` document with every reason.
@@ -58,6 +62,9 @@ pub fn readiness(f: ReadinessFacts) -> Result<Status, Status> {
     }
     if !f.listeners_bound {
         reasons.push(reason::LISTENERS.to_string());
+    }
+    if f.offline_log_dirs > 0 {
+        reasons.push(reason::LOG_DIR_OFFLINE.to_string());
     }
     if reasons.is_empty() {
         Ok(Status::ok())
@@ -174,6 +181,7 @@ mod tests {
             logs_and_metadata_loaded: true,
             listeners_bound: true,
             shutting_down: false,
+            offline_log_dirs: 0,
         };
         let cases: &[(ReadinessFacts, &[&str])] = &[
             (ok, &[]),
@@ -194,6 +202,13 @@ mod tests {
                     ..ok
                 },
                 &[reason::SHUTTING_DOWN],
+            ),
+            (
+                ReadinessFacts {
+                    offline_log_dirs: 1,
+                    ..ok
+                },
+                &[reason::LOG_DIR_OFFLINE],
             ),
         ];
         for (facts, reasons) in cases {

@@ -5,7 +5,8 @@
 //! partitions this broker does not host are left out, as Kafka does). A partition's size is the
 //! sum of its segment files; its offset lag is `max(high watermark - log end offset, 0)`,
 //! always 0 for a leader's current log; no future (being-moved) replicas exist. v4 adds each
-//! dir's total and usable bytes from `statvfs` (-1 when unknown). The metadata log is not a
+//! dir's total and usable bytes from `statvfs` (-1 when unknown). An offline log dir (issue 12)
+//! has error KAFKA_STORAGE_ERROR. The metadata log is not a
 //! partition log and is not listed.
 
 use std::collections::{BTreeMap, HashSet};
@@ -74,7 +75,12 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeLogDirsRequest) -> Reply {
                 .collect();
             let (total_bytes, usable_bytes) = volume_bytes(dir);
             DescribeLogDirsResult {
-                error_code: 0,
+                // issue 12: an offline dir answers KAFKA_STORAGE_ERROR, as in Kafka.
+                error_code: if logs.is_dir_online(dir) {
+                    0
+                } else {
+                    skiff_types::ErrorCode::KafkaStorageError as i16
+                },
                 log_dir: absolute(dir).display().to_string(),
                 topics,
                 total_bytes,

@@ -7,6 +7,8 @@
 //! `num.partitions`, synchronously, so the answer already shows them ready; an invalid name
 //! then answers INVALID_TOPIC_EXCEPTION. Otherwise UNKNOWN_TOPIC_OR_PARTITION (by name) or
 //! UNKNOWN_TOPIC_ID (v10+, by id). A null topic list (v1+) or an empty one at v0 means all.
+//! A partition whose log dir is offline (issue 12) is leaderless: LEADER_NOT_AVAILABLE, leader
+//! -1, this node listed in `offline_replicas` (what KRaft answers for a one-broker cluster).
 
 use std::collections::BTreeMap;
 
@@ -15,11 +17,11 @@ use skiff_protocol::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
     MetadataResponseTopic, ResponseBody,
 };
-use skiff_types::ErrorCode;
+use skiff_types::{ErrorCode, TopicPartition};
 use uuid::Uuid;
 
 use super::{Reply, RequestContext};
-use crate::broker::LEADER_EPOCH;
+use crate::broker::{Broker, LEADER_EPOCH};
 
 /// Kafka's "authorized operations not requested" sentinel.
 const OPS_NOT_REQUESTED: i32 = i32::MIN;
@@ -46,14 +48,14 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
     let mut topics = Vec::new();
     if all {
         for info in broker.image().topics.values() {
-            topics.push(topic_entry(info, node, ops));
+            topics.push(topic_entry(broker, info, node, ops));
         }
     } else {
         for t in req.topics.iter().flatten() {
             let entry = match (&t.name, t.topic_id.is_nil()) {
                 (Some(name), _) => by_name(ctx, name, auto_create, ops),
                 (None, false) => match broker.image().topic_by_id(t.topic_id.as_bytes()) {
-                    Some(info) => topic_entry(info, node, ops),
+                    Some(info) => topic_entry(broker, info, node, ops),
                     // v12 allows a null name here; older versions need a string.
                     None => error_entry(
                         if v >= 12 { None } else { Some(String::new()) },
@@ -92,7 +94,7 @@ fn by_name(
     let broker = ctx.broker;
     let node = broker.node_id();
     if let Some(info) = broker.image().topic(name) {
-        return topic_entry(info, node, ops);
+        return topic_entry(broker, info, node, ops);
     }
     if !auto_create {
         return error_entry(
@@ -110,9 +112,9 @@ fn by_name(
     }
     let partitions = broker.settings.default_partitions.max(1);
     match broker.create_topic(name, partitions, BTreeMap::new()) {
-        Ok(info) => topic_entry(&info, node, ops),
+        Ok(info) => topic_entry(broker, &info, node, ops),
         Err(e) if e.code == ErrorCode::TopicAlreadyExists => match broker.image().topic(name) {
-            Some(info) => topic_entry(info, node, ops),
+            Some(info) => topic_entry(broker, info, node, ops),
             None => error_entry(
                 Some(name.to_string()),
                 Uuid::nil(),
@@ -126,28 +128,43 @@ fn by_name(
     }
 }
 
-fn topic_entry(info: &TopicInfo, node: i32, ops: i32) -> MetadataResponseTopic {
+fn topic_entry(broker: &Broker, info: &TopicInfo, node: i32, ops: i32) -> MetadataResponseTopic {
+    let any_offline = !broker.logs.all_dirs_online();
     MetadataResponseTopic {
         error_code: 0,
         name: Some(info.name.clone()),
         topic_id: Uuid::from_bytes(info.id),
         is_internal: info.name.starts_with("__"),
         partitions: (0..info.partitions)
-            .map(|p| partition_entry(p, node))
+            .map(|p| {
+                let offline = any_offline
+                    && broker
+                        .logs
+                        .check_partition_online(&TopicPartition::new(info.name.clone(), p))
+                        .is_err();
+                partition_entry(p, node, offline)
+            })
             .collect(),
         topic_authorized_operations: ops,
     }
 }
 
-fn partition_entry(index: i32, node: i32) -> MetadataResponsePartition {
+/// issue 12: a partition whose log dir is offline has no leader, as KRaft's controller leaves
+/// it when the only replica's dir fails (`handleDirectoriesOffline`): LEADER_NOT_AVAILABLE,
+/// leader -1, this node in `offline_replicas`.
+fn partition_entry(index: i32, node: i32, offline: bool) -> MetadataResponsePartition {
     MetadataResponsePartition {
-        error_code: 0,
+        error_code: if offline {
+            ErrorCode::LeaderNotAvailable as i16
+        } else {
+            0
+        },
         partition_index: index,
-        leader_id: node,
+        leader_id: if offline { -1 } else { node },
         leader_epoch: LEADER_EPOCH,
         replica_nodes: vec![node],
         isr_nodes: vec![node],
-        offline_replicas: Vec::new(),
+        offline_replicas: if offline { vec![node] } else { Vec::new() },
     }
 }
 

@@ -232,12 +232,16 @@ fn produce_one(
     })
 }
 
-/// A refused leader append: producer-state refusals are the client's business (logged at
-/// debug), anything else is logged as an error. Both carry storage's code and message.
+/// A refused leader append: producer-state refusals are the client's business and I/O errors
+/// are logged once per log dir by storage (both at debug here), anything else is an error. Both carry storage's code and message.
 fn append_failure(tp: &TopicPartition, e: StorageError) -> PartitionFailure {
     match &e {
         StorageError::Producer(p) => {
             tracing::debug!(%tp, error = %p, "idempotent producer batch refused");
+        }
+        // issue 12: the log dir went (or is) offline, logged once at ERROR by storage.
+        StorageError::Io { .. } | StorageError::LogDirOffline { .. } => {
+            tracing::debug!(%tp, error = %e, "append refused: log dir offline");
         }
         other => tracing::error!(%tp, error = %other, "append failed"),
     }

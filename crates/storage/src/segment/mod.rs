@@ -16,6 +16,7 @@
 //! Invariants: `size` is the byte length of whole, validated batches (the file is truncated to it
 //! on open by recovery, never trusted beyond it); index entries point inside `[0, size)`.
 
+mod index_file;
 pub mod offset_index;
 pub mod scan;
 pub mod time_index;
@@ -542,8 +543,8 @@ impl LogSegment {
         Ok(())
     }
 
-    /// fdatasync of the data file and msync of the indexes.
-    pub fn flush(&self) -> Result<()> {
+    /// fdatasync of the data file; the indexes write their unwritten entries and fdatasync.
+    pub fn flush(&mut self) -> Result<()> {
         self.file.sync_data().at(&self.log_path)?;
         self.offset_index.flush().at(self.offset_index.path())?;
         self.time_index.flush().at(self.time_index.path())?;

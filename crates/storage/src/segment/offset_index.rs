@@ -2,15 +2,17 @@
 //!
 //! Mental model (Kafka's `OffsetIndex`/`AbstractIndex`, spec §2.3): a flat array of 8-byte
 //! entries, each `int32 relative offset (offset - base_offset) | int32 position`, big-endian,
-//! no header, no checksum. The file is memory-mapped read-write. While the segment is active
-//! the file is preallocated to `max_index_bytes` rounded down to a multiple of 8; the valid
-//! entries are the first `entries()` slots and everything after them is unused. When the
-//! segment rolls the file is trimmed to exactly `entries * 8` bytes, and it is grown back with
-//! [`OffsetIndex::resize`] if the segment becomes active again.
+//! no header, no checksum. While the segment is active the entries live in memory (at most
+//! `max_index_bytes / 8` of them) and reach the file by `pwrite` at flush and roll; the file is
+//! never preallocated or sparse (issue 12: sparse mmaps zero-filled the page cache and raised
+//! SIGBUS on a full disk). When the segment rolls the file is written and trimmed to exactly
+//! `entries * 8` bytes and mapped read-only; [`OffsetIndex::resize`] makes it writable again if
+//! the segment becomes active again. See [`super::index_file`].
 //!
 //! The index is a *rebuildable cache* of the `.log`: it is never trusted blindly after a crash.
 //! [`OffsetIndex::open`] accepts whatever is on disk (a missing file is created empty; an
-//! existing file counts `len / 8` entries, including any zero-filled preallocated tail), and
+//! existing file counts `len / 8` entries, including any zero-filled tail an older version's
+//! preallocation left), and
 //! [`OffsetIndex::sanity_check`] tells the caller whether the content is usable. If it is not,
 //! the caller calls [`OffsetIndex::truncate_all`] and rebuilds the entries from the log.
 //!
@@ -18,16 +20,14 @@
 //! `&self`, writes take `&mut self`, and the owning segment's lock orders them.
 //!
 //! Invariants kept by the writers (checked on load by `sanity_check`): relative offsets are
-//! strictly increasing and `>= 0`; positions are strictly increasing and inside the log; the
-//! mapping is always at least `entries * 8` bytes long.
+//! strictly increasing and `>= 0`; positions are strictly increasing and inside the log.
 //!
-//! This file also holds [`IndexError`] and the mmap-backed file shared with the time index.
+//! This file also holds [`IndexError`], shared with the time index.
 
-use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use memmap2::MmapMut;
+pub(crate) use super::index_file::IndexFile;
 
 /// Size of one `.index` entry in bytes.
 pub const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
@@ -81,180 +81,6 @@ pub(crate) fn read_i64(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(a)
 }
 
-/// A memory-mapped file of fixed-size entries: the storage half of both indexes.
-///
-/// Knows nothing about what an entry means. `entries` valid slots come first; the mapping
-/// covers the whole file, which is always at least `entries * entry_bytes` long.
-#[derive(Debug)]
-pub(crate) struct IndexFile {
-    path: PathBuf,
-    entry_bytes: usize,
-    mmap: MmapMut,
-    entries: usize,
-    /// The file length seen at open, when it was not a multiple of `entry_bytes`.
-    /// Reported by `check_length` until the index is reset with `truncate_all`.
-    misaligned_len: Option<u64>,
-}
-
-impl IndexFile {
-    /// Opens or creates the file. See [`OffsetIndex::open`] for the rules.
-    pub(crate) fn open(
-        path: &Path,
-        entry_bytes: usize,
-        max_index_bytes: usize,
-        writable: bool,
-    ) -> io::Result<Self> {
-        assert!(entry_bytes > 0, "entry size must be positive");
-        let max_len = round_down(max_index_bytes, entry_bytes) as u64;
-        let (file, created) = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
-            Ok(file) => (file, true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                (OpenOptions::new().read(true).write(true).open(path)?, false)
-            }
-            Err(e) => return Err(e),
-        };
-        let (entries, misaligned_len) = if created {
-            file.set_len(max_len)?;
-            (0, None)
-        } else {
-            let len = file.metadata()?.len();
-            let entries = usize::try_from(len / entry_bytes as u64).map_err(io::Error::other)?;
-            let misaligned = (len % entry_bytes as u64 != 0).then_some(len);
-            if writable {
-                let want = max_len.max((entries * entry_bytes) as u64);
-                if want != len {
-                    file.set_len(want)?;
-                }
-            }
-            (entries, misaligned)
-        };
-        let mmap = map(&file)?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            entry_bytes,
-            mmap,
-            entries,
-            misaligned_len,
-        })
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub(crate) fn entries(&self) -> usize {
-        self.entries
-    }
-
-    /// Slots the current mapping can hold.
-    pub(crate) fn max_entries(&self) -> usize {
-        self.mmap.len() / self.entry_bytes
-    }
-
-    pub(crate) fn size_bytes(&self) -> usize {
-        self.entries * self.entry_bytes
-    }
-
-    /// The bytes of valid slot `n`.
-    pub(crate) fn slot(&self, n: usize) -> &[u8] {
-        assert!(n < self.entries, "slot {n} out of {} entries", self.entries);
-        let at = n * self.entry_bytes;
-        &self.mmap[at..at + self.entry_bytes]
-    }
-
-    /// Writes `bytes` into the next slot. The caller has checked there is room.
-    pub(crate) fn push(&mut self, bytes: &[u8]) {
-        assert_eq!(bytes.len(), self.entry_bytes, "wrong entry size");
-        assert!(self.entries < self.max_entries(), "push into a full index");
-        let at = self.entries * self.entry_bytes;
-        self.mmap[at..at + self.entry_bytes].copy_from_slice(bytes);
-        self.entries += 1;
-    }
-
-    /// Keeps only the first `n` slots (`n` is clamped to the current count).
-    pub(crate) fn set_entries(&mut self, n: usize) {
-        self.entries = n.min(self.entries);
-    }
-
-    pub(crate) fn truncate_all(&mut self) {
-        self.entries = 0;
-        self.misaligned_len = None;
-    }
-
-    /// `Err(reason)` if the file was opened with a length that is not a multiple of the
-    /// entry size.
-    pub(crate) fn check_length(&self) -> Result<(), String> {
-        match self.misaligned_len {
-            None => Ok(()),
-            Some(len) => Err(format!(
-                "length {len} is not a multiple of the entry size {}",
-                self.entry_bytes
-            )),
-        }
-    }
-
-    pub(crate) fn trim_to_valid_size(&mut self) -> io::Result<()> {
-        self.set_file_len(self.size_bytes() as u64)
-    }
-
-    /// Sets the file (and mapping) to `max_index_bytes` rounded down to the entry size, but
-    /// never below the valid entries.
-    pub(crate) fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
-        let want = round_down(max_index_bytes, self.entry_bytes).max(self.size_bytes());
-        self.set_file_len(want as u64)
-    }
-
-    fn set_file_len(&mut self, len: u64) -> io::Result<()> {
-        if len == self.mmap.len() as u64 {
-            return Ok(());
-        }
-        // Persist dirty pages of the old mapping before changing the file under it.
-        self.mmap.flush()?;
-        let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
-        file.set_len(len)?;
-        // The old mapping is not touched between `set_len` and this replacement.
-        self.mmap = map(&file)?;
-        Ok(())
-    }
-
-    pub(crate) fn flush(&self) -> io::Result<()> {
-        self.mmap.flush()
-    }
-
-    pub(crate) fn rename_to(&mut self, new_path: &Path) -> io::Result<()> {
-        std::fs::rename(&self.path, new_path)?;
-        self.path = new_path.to_path_buf();
-        Ok(())
-    }
-
-    /// Unmaps and removes the file. A file that is already gone is not an error.
-    pub(crate) fn delete(self) -> io::Result<()> {
-        let Self { path, mmap, .. } = self;
-        drop(mmap);
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        }
-    }
-}
-
-fn round_down(n: usize, multiple: usize) -> usize {
-    n - n % multiple
-}
-
-fn map(file: &File) -> io::Result<MmapMut> {
-    // SAFETY: the index file belongs to this broker's log directory and is only modified
-    // through this mapping (or by `set_len`, after which the mapping is replaced before it is
-    // read again). Another process truncating the file under us is outside the model, as it
-    // is for Kafka.
-    unsafe { MmapMut::map_mut(file) }
-}
-
 /// A segment's offset index. See the module docs.
 #[derive(Debug)]
 pub struct OffsetIndex {
@@ -265,10 +91,10 @@ pub struct OffsetIndex {
 impl OffsetIndex {
     /// Opens `path`, creating it if it does not exist.
     ///
-    /// A new file is created with length `round_down(max_index_bytes, 8)` and 0 entries. An
-    /// existing file has `len / 8` entries (whatever they contain: call
-    /// [`sanity_check`](Self::sanity_check)); if `writable`, it is resized to the maximum
-    /// (never below its entries). A read-only index is still mapped read-write.
+    /// A new file is created empty. An existing file has `len / 8` entries (whatever they
+    /// contain: call [`sanity_check`](Self::sanity_check)). If `writable`, the entries are read
+    /// into memory and appends may add up to `round_down(max_index_bytes, 8) / 8` in all (never
+    /// below the existing ones); otherwise the file is mapped read-only and the index is full.
     pub fn open(
         path: &Path,
         base_offset: i64,
@@ -363,13 +189,13 @@ impl OffsetIndex {
         self.file.truncate_all();
     }
 
-    /// Shrinks the file to exactly `entries * 8` bytes (the index is then full).
+    /// Writes the file to exactly its `entries * 8` bytes and seals it (then full, read-only).
     pub fn trim_to_valid_size(&mut self) -> io::Result<()> {
         self.file.trim_to_valid_size()
     }
 
-    /// Grows (or shrinks) the file to `round_down(max_index_bytes, 8)`, never below the
-    /// valid entries. Used when a segment becomes active again.
+    /// Makes the index writable with room for `round_down(max_index_bytes, 8)` bytes of
+    /// entries, never below the valid ones. Used when a segment becomes active again.
     pub fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
         self.file.resize(max_index_bytes)
     }
@@ -409,8 +235,8 @@ impl OffsetIndex {
         Ok(())
     }
 
-    /// `msync`s the mapping.
-    pub fn flush(&self) -> io::Result<()> {
+    /// Writes the entries the file lacks (`pwrite`) and `fdatasync`s it.
+    pub fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }
 
@@ -473,11 +299,12 @@ mod tests {
     }
 
     #[test]
-    fn new_file_is_preallocated_and_empty() {
+    fn new_file_is_empty_not_preallocated() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0.index");
         let idx = OffsetIndex::open(&path, 100, 8 * 10 + 5, true).unwrap();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 80);
+        // issue 12: no sparse preallocation; capacity is a count, not a file length.
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
         assert_eq!(
             (idx.entries(), idx.max_entries(), idx.size_bytes()),
             (0, 10, 0)
@@ -620,9 +447,10 @@ mod tests {
         assert_eq!(before, after);
         drop(idx);
 
-        // Reopen writable: grows back to the max, keeps the entries, accepts appends.
+        // Reopen writable: room up to the max again, the file untouched, keeps the entries,
+        // accepts appends.
         let mut idx = OffsetIndex::open(&path, 500, MAX, true).unwrap();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), MAX as u64);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 32);
         assert_eq!((idx.entries(), idx.max_entries()), (4, 64));
         idx.append(700, 20_000).unwrap();
         idx.trim_to_valid_size().unwrap();
@@ -728,6 +556,51 @@ mod tests {
         assert_eq!(std::fs::metadata(&new_path).unwrap().len(), 16);
         idx.delete().unwrap();
         assert!(!new_path.exists());
+    }
+
+    /// issue 12: the file only ever holds written entries (never a sparse tail that a store
+    /// through a mapping could fault on); appends reach it at flush, truncation shrinks it, and
+    /// a sealed file is exactly `entries * 8` bytes, as Kafka's DumpLogSegments expects.
+    #[test]
+    fn file_holds_exactly_the_entries_after_flush_truncate_and_trim() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.index");
+        let len = || std::fs::metadata(&path).unwrap().len();
+        let mut idx = OffsetIndex::open(&path, 0, 10 << 20, true).unwrap();
+        for i in 0..100 {
+            idx.append(i * 10, (i * 100) as u32).unwrap();
+        }
+        assert_eq!(len(), 0, "appends touch memory only");
+        idx.flush().unwrap();
+        assert_eq!(len(), 800);
+        idx.truncate_to(500);
+        assert_eq!(idx.entries(), 50);
+        idx.append(505, 5050).unwrap();
+        idx.flush().unwrap();
+        assert_eq!(
+            len(),
+            51 * 8,
+            "truncation shrinks the file at the next flush"
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[50 * 8..], &[0, 0, 1, 249, 0, 0, 19, 186][..]);
+        idx.trim_to_valid_size().unwrap();
+        assert_eq!(len(), 51 * 8);
+        assert!(idx.is_full(), "sealed");
+        assert_eq!(idx.lookup(507), (505, 5050));
+        // Reactivated, truncated, sealed again: the file follows.
+        idx.resize(10 << 20).unwrap();
+        idx.truncate_to(100);
+        idx.trim_to_valid_size().unwrap();
+        assert_eq!((len(), idx.entries()), (80, 10));
+        // A sealed index truncated in memory is cut at its next flush too.
+        idx.truncate_to(50);
+        idx.flush().unwrap();
+        assert_eq!(len(), 40);
+        drop(idx);
+        let idx = OffsetIndex::open(&path, 0, 10 << 20, false).unwrap();
+        assert_eq!(idx.entries(), 5);
+        idx.sanity_check(1 << 20).unwrap();
     }
 
     proptest! {

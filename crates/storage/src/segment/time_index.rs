@@ -9,7 +9,8 @@
 //! empty). The last slot is reserved: [`TimeIndex::is_full`] reports full one entry early so
 //! the final entry forced in when the segment rolls (`skip_full_check`) always fits.
 //!
-//! File handling (preallocation, trim, resize, mmap, rebuild-on-corruption) is the same as
+//! File handling (entries in memory while active, `pwrite` at flush/roll, trim, read-only
+//! mapping when sealed, resize, rebuild-on-corruption) is the same as
 //! for the offset index: see [`super::offset_index`]. After a crash the caller runs
 //! [`TimeIndex::sanity_check`] and rebuilds from the log if it fails.
 //!
@@ -147,13 +148,13 @@ impl TimeIndex {
         self.file.truncate_all();
     }
 
-    /// Shrinks the file to exactly `entries * 12` bytes.
+    /// Writes the file to exactly its `entries * 12` bytes and seals it.
     pub fn trim_to_valid_size(&mut self) -> io::Result<()> {
         self.file.trim_to_valid_size()
     }
 
-    /// Grows (or shrinks) the file to `round_down(max_index_bytes, 12)`, never below the
-    /// valid entries.
+    /// Makes the index writable with room for `round_down(max_index_bytes, 12)` bytes of
+    /// entries, never below the valid ones.
     pub fn resize(&mut self, max_index_bytes: usize) -> io::Result<()> {
         self.file.resize(max_index_bytes)
     }
@@ -187,8 +188,8 @@ impl TimeIndex {
         Ok(())
     }
 
-    /// `msync`s the mapping.
-    pub fn flush(&self) -> io::Result<()> {
+    /// Writes the entries the file lacks (`pwrite`) and `fdatasync`s it.
+    pub fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }
 
@@ -244,11 +245,12 @@ mod tests {
     }
 
     #[test]
-    fn new_file_is_preallocated_and_empty() {
+    fn new_file_is_empty_not_preallocated() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0.timeindex");
         let idx = TimeIndex::open(&path, 40, 12 * 10 + 11, true).unwrap();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 120);
+        // issue 12: no sparse preallocation; capacity is a count, not a file length.
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
         assert_eq!((idx.entries(), idx.max_entries()), (0, 10));
         assert_eq!(idx.last_entry(), (-1, 40));
         assert_eq!(idx.lookup(i64::MAX), (-1, 40));
