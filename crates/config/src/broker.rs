@@ -300,6 +300,9 @@ impl BrokerConfig {
         let mut next = self.clone();
         next.dynamic = dynamic;
         next.resolve_listeners()?;
+        // A dynamic layer may not open what the static check closed (e.g. a per-IP override
+        // below the limit, or a listener moved to SASL_SSL): same rule as at startup.
+        crate::security::check(&next)?;
         Ok(next)
     }
 

@@ -674,3 +674,39 @@ fn effective_properties_names_sources_and_hides_passwords() {
         "{p}"
     );
 }
+
+/// Issue 12 item 2: a dynamic layer is held to the startup safety rule too (an
+/// IncrementalAlterConfigs may not install what `skiff serve` would refuse).
+#[test]
+fn dynamic_layers_are_checked_too() {
+    let c = load(None, &[], &["max.connections.per.ip=100"]).unwrap();
+    let lower = DynamicConfigs {
+        cluster_default: [(
+            "max.connections.per.ip.overrides".to_string(),
+            "10.0.0.1:0".to_string(),
+        )]
+        .into(),
+        per_broker: BTreeMap::new(),
+    };
+    let err = c.with_dynamic(lower).unwrap_err().to_string();
+    assert!(err.contains("max.connections.per.ip.overrides"), "{err}");
+    let sasl = DynamicConfigs {
+        cluster_default: BTreeMap::new(),
+        per_broker: [(
+            "listener.security.protocol.map".to_string(),
+            "PLAINTEXT:SASL_SSL".to_string(),
+        )]
+        .into(),
+    };
+    let err = c.with_dynamic(sasl).unwrap_err().to_string();
+    assert!(err.contains("PLAINTEXT"), "{err}");
+    let higher = DynamicConfigs {
+        cluster_default: [(
+            "max.connections.per.ip.overrides".to_string(),
+            "10.0.0.1:500".to_string(),
+        )]
+        .into(),
+        per_broker: BTreeMap::new(),
+    };
+    assert!(c.with_dynamic(higher).is_ok());
+}

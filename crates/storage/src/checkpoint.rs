@@ -81,6 +81,16 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     File::open(parent)?.sync_all()
 }
 
+/// Replaces `path` with `contents` atomically but not durably: write `<path>.tmp`, rename over
+/// `path`, no fsync. Only for a file whose loss or emptiness after a crash is repaired from
+/// other durable state (the first leader-epoch entry: an empty cache is rebuilt from the
+/// log's batch headers at load), so the hot path pays no fsync for it.
+pub fn write_atomic_unsynced(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let tmp = tmp_path(path);
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// One line of a checkpoint file.
 pub trait CheckpointEntry: Sized {
     /// The line without its newline. Must not contain a newline.
@@ -124,6 +134,14 @@ impl CheckpointFile {
         entries: impl ExactSizeIterator<Item = &'a T>,
     ) -> io::Result<()> {
         write_atomic(&self.path, self.render(entries).as_bytes())
+    }
+
+    /// Like [`CheckpointFile::write`] without the fsyncs (see [`write_atomic_unsynced`]).
+    pub fn write_unsynced<'a, T: CheckpointEntry + 'a>(
+        &self,
+        entries: impl ExactSizeIterator<Item = &'a T>,
+    ) -> io::Result<()> {
+        write_atomic_unsynced(&self.path, self.render(entries).as_bytes())
     }
 
     /// Reads the entries in file order. A missing file is `Ok(vec![])`.

@@ -327,7 +327,9 @@ impl Log {
         let epoch = header.partition_leader_epoch;
         if epoch >= 0 && self.epochs.latest_epoch().is_none_or(|e| epoch > e) {
             self.epochs.assign(epoch, base);
-            self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+            self.epochs
+                .flush_after_append()
+                .at(&self.dir.join(LEADER_EPOCH_FILE))?;
         }
         self.log_end_offset = last + 1;
         self.record_producer_batch(header, base, last);
