@@ -93,7 +93,9 @@ pub enum Role {
     /// Not hosted as leader or follower (before the first metadata, or after removal).
     None,
     Leader,
-    Follower { leader: ReplicaId },
+    Follower {
+        leader: ReplicaId,
+    },
 }
 
 /// The produce `acks` setting.

@@ -231,7 +231,12 @@ impl Partition {
     /// Becomes (or stays) leader per `assignment` over the local `log` (Kafka's `makeLeader`).
     /// A new leader epoch resets follower states and fails parked acks of the old epoch with
     /// NOT_LEADER_OR_FOLLOWER; the same epoch keeps them (a partition-epoch-only change).
-    pub fn become_leader(&mut self, assignment: Assignment, log: LocalLog, now: i64) -> Vec<Effect> {
+    pub fn become_leader(
+        &mut self,
+        assignment: Assignment,
+        log: LocalLog,
+        now: i64,
+    ) -> Vec<Effect> {
         let mut fx = Vec::new();
         let new_epoch = self.role != Role::Leader || assignment.leader_epoch != self.leader_epoch;
         if new_epoch {
@@ -311,7 +316,12 @@ impl Partition {
 
     /// The committed ISR changed (a `PartitionChangeRecord` at the same leader epoch was
     /// applied): the in-flight proposal is settled, the HW and parked acks re-evaluated.
-    pub fn on_isr_committed(&mut self, partition_epoch: i32, isr: Vec<ReplicaId>, now: i64) -> Vec<Effect> {
+    pub fn on_isr_committed(
+        &mut self,
+        partition_epoch: i32,
+        isr: Vec<ReplicaId>,
+        now: i64,
+    ) -> Vec<Effect> {
         self.partition_epoch = partition_epoch;
         self.isr = isr;
         self.isr_in_flight = None;
@@ -392,7 +402,13 @@ impl Partition {
     /// idempotent duplicate, the original's). Answers at once when it already holds (or for
     /// `acks=0`), else parks `wait` until `deadline_ms` (REQUEST_TIMED_OUT from
     /// [`Partition::tick`]).
-    pub fn await_acks(&mut self, wait: WaitId, acks: Acks, end_offset: Offset, deadline_ms: i64) -> AckDecision {
+    pub fn await_acks(
+        &mut self,
+        wait: WaitId,
+        acks: Acks,
+        end_offset: Offset,
+        deadline_ms: i64,
+    ) -> AckDecision {
         if self.role != Role::Leader {
             return AckDecision::Done(ErrorCode::NotLeaderOrFollower);
         }
@@ -440,7 +456,12 @@ impl Partition {
     /// A follower fetched at `fetch_offset` (its LEO; its synced end on a durable topic) at
     /// `now` (Kafka's `updateFollowerFetchState` + `maybeExpandIsr` + HW). NOT_LEADER_OR_FOLLOWER
     /// unless leader and `replica` is a follower of this partition.
-    pub fn on_follower_fetch(&mut self, replica: ReplicaId, fetch_offset: Offset, now: i64) -> Result<Vec<Effect>, ErrorCode> {
+    pub fn on_follower_fetch(
+        &mut self,
+        replica: ReplicaId,
+        fetch_offset: Offset,
+        now: i64,
+    ) -> Result<Vec<Effect>, ErrorCode> {
         if self.role != Role::Leader {
             return Err(ErrorCode::NotLeaderOrFollower);
         }
@@ -458,7 +479,8 @@ impl Partition {
         f.last_fetch_ms = now;
         f.leader_end_at_last_fetch = leader_end;
         let mut fx = Vec::new();
-        let eligible = fetch_offset >= self.high_watermark && fetch_offset >= self.leader_epoch_start;
+        let eligible =
+            fetch_offset >= self.high_watermark && fetch_offset >= self.leader_epoch_start;
         if eligible && !self.isr.contains(&replica) && self.isr_in_flight.is_none() {
             let mut isr = self.isr.clone();
             isr.push(replica);
@@ -478,14 +500,20 @@ impl Partition {
 
     fn caught_up(&self, f: &ReplicaState, now: i64) -> bool {
         f.log_end_offset >= self.log_end
-            || (f.last_caught_up_ms >= 0 && now - f.last_caught_up_ms <= self.config.replica_lag_time_max_ms)
+            || (f.last_caught_up_ms >= 0
+                && now - f.last_caught_up_ms <= self.config.replica_lag_time_max_ms)
     }
 
     // ---- follower ------------------------------------------------------------------------
 
     /// A follower appended fetched data (its log ends at `log_end_offset`, fsynced to
     /// `durable_end`) and the leader said its HW is `leader_high_watermark`.
-    pub fn on_fetched_as_follower(&mut self, log_end_offset: Offset, durable_end: Offset, leader_high_watermark: Offset) -> Vec<Effect> {
+    pub fn on_fetched_as_follower(
+        &mut self,
+        log_end_offset: Offset,
+        durable_end: Offset,
+        leader_high_watermark: Offset,
+    ) -> Vec<Effect> {
         let mut fx = Vec::new();
         if log_end_offset > self.log_end {
             fx.push(Effect::LogEndAdvanced {
@@ -540,7 +568,11 @@ impl Partition {
             self.log_end = log_start_offset;
         }
         self.durable_end = self.durable_end.max(log_start_offset);
-        push_hw_change(self.high_watermark, self.high_watermark.max(log_start_offset), &mut fx);
+        push_hw_change(
+            self.high_watermark,
+            self.high_watermark.max(log_start_offset),
+            &mut fx,
+        );
         self.high_watermark = self.high_watermark.max(log_start_offset);
         fx
     }
@@ -570,7 +602,12 @@ impl Partition {
                 .map(|f| f.id)
                 .collect();
             if !out.is_empty() {
-                let isr = self.isr.iter().copied().filter(|r| !out.contains(r)).collect();
+                let isr = self
+                    .isr
+                    .iter()
+                    .copied()
+                    .filter(|r| !out.contains(r))
+                    .collect();
                 self.propose(isr, &mut fx);
             }
         }
@@ -609,7 +646,10 @@ impl Partition {
         let mut still = Vec::with_capacity(self.pending.len());
         for p in std::mem::take(&mut self.pending) {
             match self.ack_result(&p) {
-                Some(error) => fx.push(Effect::AckCompleted { wait: p.wait, error }),
+                Some(error) => fx.push(Effect::AckCompleted {
+                    wait: p.wait,
+                    error,
+                }),
                 None => still.push(p),
             }
         }
@@ -640,21 +680,32 @@ impl Partition {
 
     fn fail_all(&mut self, error: ErrorCode, fx: &mut Vec<Effect>) {
         for p in self.pending.drain(..) {
-            fx.push(Effect::AckCompleted { wait: p.wait, error });
+            fx.push(Effect::AckCompleted {
+                wait: p.wait,
+                error,
+            });
         }
     }
 
     /// The invariants of the crate docs, as a check: `Err` names the first one broken.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let (s, hw, d, e) = (self.log_start, self.high_watermark, self.durable_end, self.log_end);
+        let (s, hw, d, e) = (
+            self.log_start,
+            self.high_watermark,
+            self.durable_end,
+            self.log_end,
+        );
         if !(0 <= s && s <= hw && hw <= e) {
             return Err(format!("log_start {s} <= hw {hw} <= leo {e} broken"));
         }
-        if !(d <= e) {
+        if d > e {
             return Err(format!("durable end {d} > leo {e}"));
         }
         if self.role == Role::Leader && hw > self.acked_end() {
-            return Err(format!("leader hw {hw} above its acknowledged end {}", self.acked_end()));
+            return Err(format!(
+                "leader hw {hw} above its acknowledged end {}",
+                self.acked_end()
+            ));
         }
         if self.role != Role::Leader && !self.pending.is_empty() {
             return Err("parked acks without the leader role".to_string());

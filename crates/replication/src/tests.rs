@@ -4,8 +4,8 @@
 use skiff_types::ErrorCode;
 
 use crate::{
-    AckDecision, Acks, Assignment, BoundInputs, Effect, Isolation, LocalLog, Partition, PartitionConfig,
-    ReadBound, Reader, Role, WaitId,
+    AckDecision, Acks, Assignment, BoundInputs, Effect, Isolation, LocalLog, Partition,
+    PartitionConfig, ReadBound, Reader, Role, WaitId,
 };
 
 const NODE: i32 = 1;
@@ -99,28 +99,66 @@ fn acks_table() {
     ];
     for c in cases {
         let mut p = leader(c.durable, c.min_isr, c.rf, c.isr);
-        assert_eq!(p.check_append(c.acks), c.want_check, "{}: check_append", c.name);
+        assert_eq!(
+            p.check_append(c.acks),
+            c.want_check,
+            "{}: check_append",
+            c.name
+        );
         if c.want_check.is_err() {
-            assert_eq!(p.high_watermark(), c.want_hw, "{}: nothing appended", c.name);
+            assert_eq!(
+                p.high_watermark(),
+                c.want_hw,
+                "{}: nothing appended",
+                c.name
+            );
             continue;
         }
         let fx = p.on_leader_append(10, 1);
-        assert_eq!(p.high_watermark(), c.want_hw_after_append, "{}: HW after append", c.name);
+        assert_eq!(
+            p.high_watermark(),
+            c.want_hw_after_append,
+            "{}: HW after append",
+            c.name
+        );
         let moves = hw_moves(&fx);
         if c.want_hw_after_append > 0 {
-            assert_eq!(moves, vec![(0, c.want_hw_after_append)], "{}: HW effect", c.name);
+            assert_eq!(
+                moves,
+                vec![(0, c.want_hw_after_append)],
+                "{}: HW effect",
+                c.name
+            );
         } else {
             assert!(moves.is_empty(), "{}: no HW effect: {fx:?}", c.name);
         }
-        assert_eq!(p.await_acks(W, c.acks, 10, 1_000), c.want_decision, "{}: decision", c.name);
-        let fx = if c.fsync { p.on_local_synced(10, 2) } else { Vec::new() };
-        let got: Vec<ErrorCode> = completions(&fx).into_iter().map(|(w, e)| {
-            assert_eq!(w, W, "{}: wait id", c.name);
-            e
-        }).collect();
-        assert_eq!(got, c.want_completion.into_iter().collect::<Vec<_>>(), "{}: completion", c.name);
+        assert_eq!(
+            p.await_acks(W, c.acks, 10, 1_000),
+            c.want_decision,
+            "{}: decision",
+            c.name
+        );
+        let fx = if c.fsync {
+            p.on_local_synced(10, 2)
+        } else {
+            Vec::new()
+        };
+        let got: Vec<ErrorCode> = completions(&fx)
+            .into_iter()
+            .map(|(w, e)| {
+                assert_eq!(w, W, "{}: wait id", c.name);
+                e
+            })
+            .collect();
+        assert_eq!(
+            got,
+            c.want_completion.into_iter().collect::<Vec<_>>(),
+            "{}: completion",
+            c.name
+        );
         assert_eq!(p.high_watermark(), c.want_hw, "{}: final HW", c.name);
-        p.check_invariants().unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        p.check_invariants()
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
     }
 }
 
@@ -140,11 +178,26 @@ struct BoundCase {
 fn read_bound_table() {
     const UNC: Reader = Reader::Consumer(Isolation::ReadUncommitted);
     const COM: Reader = Reader::Consumer(Isolation::ReadCommitted);
-    const NONE: BoundInputs = BoundInputs { first_unstable_offset: None, delivery_stable_offset: None };
-    const DSO5: BoundInputs = BoundInputs { first_unstable_offset: None, delivery_stable_offset: Some(5) };
-    const DSO12: BoundInputs = BoundInputs { first_unstable_offset: None, delivery_stable_offset: Some(12) };
-    const FUO3: BoundInputs = BoundInputs { first_unstable_offset: Some(3), delivery_stable_offset: None };
-    const FUO6_DSO4: BoundInputs = BoundInputs { first_unstable_offset: Some(6), delivery_stable_offset: Some(4) };
+    const NONE: BoundInputs = BoundInputs {
+        first_unstable_offset: None,
+        delivery_stable_offset: None,
+    };
+    const DSO5: BoundInputs = BoundInputs {
+        first_unstable_offset: None,
+        delivery_stable_offset: Some(5),
+    };
+    const DSO12: BoundInputs = BoundInputs {
+        first_unstable_offset: None,
+        delivery_stable_offset: Some(12),
+    };
+    const FUO3: BoundInputs = BoundInputs {
+        first_unstable_offset: Some(3),
+        delivery_stable_offset: None,
+    };
+    const FUO6_DSO4: BoundInputs = BoundInputs {
+        first_unstable_offset: Some(6),
+        delivery_stable_offset: Some(4),
+    };
     #[rustfmt::skip]
     let cases = [
         BoundCase { name: "consumer read_uncommitted: HW", durable: false, appended: 10, synced: 0, reader: UNC, inputs: NONE, want: Ok((10, 10, 10)) },
@@ -182,17 +235,42 @@ fn follower_of_the_partition_reads_to_the_log_end() {
     let mut p = leader(false, 1, 2, 2);
     p.on_leader_append(10, 1);
     assert_eq!(p.high_watermark(), 0);
-    let b = p.read_bound(Reader::Replica(2), BoundInputs { first_unstable_offset: None, delivery_stable_offset: Some(3) }).unwrap();
-    assert_eq!((b.max_offset, b.high_watermark, b.last_stable_offset), (10, 0, 0));
-    let b = p.read_bound(Reader::Consumer(Isolation::ReadUncommitted), BoundInputs::default()).unwrap();
+    let b = p
+        .read_bound(
+            Reader::Replica(2),
+            BoundInputs {
+                first_unstable_offset: None,
+                delivery_stable_offset: Some(3),
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (b.max_offset, b.high_watermark, b.last_stable_offset),
+        (10, 0, 0)
+    );
+    let b = p
+        .read_bound(
+            Reader::Consumer(Isolation::ReadUncommitted),
+            BoundInputs::default(),
+        )
+        .unwrap();
     assert_eq!(b.max_offset, 0);
 }
 
 #[test]
 fn reads_need_the_leader_role() {
     let p = Partition::new(NODE, PartitionConfig::default());
-    assert_eq!(p.read_bound(Reader::Consumer(Isolation::ReadUncommitted), BoundInputs::default()), Err(ErrorCode::NotLeaderOrFollower));
-    assert_eq!(p.check_append(Acks::Leader), Err(ErrorCode::NotLeaderOrFollower));
+    assert_eq!(
+        p.read_bound(
+            Reader::Consumer(Isolation::ReadUncommitted),
+            BoundInputs::default()
+        ),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+    assert_eq!(
+        p.check_append(Acks::Leader),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
 }
 
 struct HwCase {
@@ -235,7 +313,12 @@ fn high_watermark_never_moves_backwards() {
 #[test]
 fn startup_leader_high_watermark_is_the_log_end() {
     // broker.rs: "its high watermark is its log end from the start (Kafka's makeLeader)".
-    let log = LocalLog { log_start_offset: 2, log_end_offset: 40, durable_end: 40, high_watermark: 17 };
+    let log = LocalLog {
+        log_start_offset: 2,
+        log_end_offset: 40,
+        durable_end: 40,
+        high_watermark: 17,
+    };
     for durable in [false, true] {
         let (p, fx) = Partition::single_leader(NODE, cfg(durable, 1), log, 0);
         assert_eq!(p.high_watermark(), 40, "durable={durable}");
@@ -244,7 +327,10 @@ fn startup_leader_high_watermark_is_the_log_end() {
         assert_eq!(p.leader_epoch(), 0);
     }
     // A checkpoint above the log end is clamped.
-    let log = LocalLog { high_watermark: 99, ..log };
+    let log = LocalLog {
+        high_watermark: 99,
+        ..log
+    };
     let (p, _) = Partition::single_leader(NODE, cfg(false, 1), log, 0);
     assert_eq!(p.high_watermark(), 40);
 }
@@ -254,11 +340,23 @@ fn duplicate_waits_on_the_original_batch() {
     // An idempotent retry appends nothing; it answers once the original's end is committed.
     let mut p = leader(true, 1, 1, 1);
     p.on_leader_append(10, 1);
-    assert_eq!(p.await_acks(WaitId(1), Acks::All, 10, 100), AckDecision::Parked);
-    assert_eq!(p.await_acks(WaitId(2), Acks::All, 10, 100), AckDecision::Parked);
+    assert_eq!(
+        p.await_acks(WaitId(1), Acks::All, 10, 100),
+        AckDecision::Parked
+    );
+    assert_eq!(
+        p.await_acks(WaitId(2), Acks::All, 10, 100),
+        AckDecision::Parked
+    );
     let fx = p.on_local_synced(10, 2);
-    assert_eq!(completions(&fx), vec![(WaitId(1), ErrorCode::None), (WaitId(2), ErrorCode::None)]);
-    assert_eq!(p.await_acks(WaitId(3), Acks::All, 10, 100), AckDecision::Done(ErrorCode::None));
+    assert_eq!(
+        completions(&fx),
+        vec![(WaitId(1), ErrorCode::None), (WaitId(2), ErrorCode::None)]
+    );
+    assert_eq!(
+        p.await_acks(WaitId(3), Acks::All, 10, 100),
+        AckDecision::Done(ErrorCode::None)
+    );
 }
 
 struct ParkedEndCase {
@@ -283,12 +381,21 @@ fn parked_acks_end_exactly_once() {
         p.on_leader_append(4, 1);
         p.on_local_synced(4, 1);
         p.on_leader_append(10, 1);
-        assert_eq!(p.await_acks(W, Acks::All, 10, 1_000), AckDecision::Parked, "{}", c.name);
+        assert_eq!(
+            p.await_acks(W, Acks::All, 10, 1_000),
+            AckDecision::Parked,
+            "{}",
+            c.name
+        );
         let got = completions(&(c.event)(&mut p));
         assert_eq!(got, c.want, "{}", c.name);
         // Whatever happened, nothing completes twice.
         let again = completions(&p.tick(10_000));
-        assert!(got.is_empty() || again.is_empty(), "{}: completed twice", c.name);
+        assert!(
+            got.is_empty() || again.is_empty(),
+            "{}: completed twice",
+            c.name
+        );
         assert_eq!(p.high_watermark(), 4, "{}: HW", c.name);
     }
 }
@@ -315,7 +422,14 @@ fn leader_epoch_check_table() {
     ];
     for (name, epoch, asked, want) in cases {
         let mut p = Partition::new(NODE, PartitionConfig::default());
-        p.become_leader(Assignment { leader_epoch: epoch, ..Assignment::single(NODE) }, empty_log(), 0);
+        p.become_leader(
+            Assignment {
+                leader_epoch: epoch,
+                ..Assignment::single(NODE)
+            },
+            empty_log(),
+            0,
+        );
         assert_eq!(p.check_leader_epoch(asked), want, "{name}");
     }
 }
@@ -326,14 +440,21 @@ fn high_watermark_is_min_over_isr_and_completes_acks_all() {
     let mut p = leader(false, 2, 3, 3);
     p.on_leader_append(10, 1);
     assert_eq!(p.await_acks(W, Acks::All, 10, 1_000), AckDecision::Parked);
-    assert!(hw_moves(&p.on_follower_fetch(2, 10, 2).unwrap()).is_empty(), "3 still at 0");
+    assert!(
+        hw_moves(&p.on_follower_fetch(2, 10, 2).unwrap()).is_empty(),
+        "3 still at 0"
+    );
     let fx = p.on_follower_fetch(3, 6, 3).unwrap();
     assert_eq!(hw_moves(&fx), vec![(0, 6)]);
     assert!(completions(&fx).is_empty());
     let fx = p.on_follower_fetch(3, 10, 4).unwrap();
     assert_eq!(hw_moves(&fx), vec![(6, 10)]);
     assert_eq!(completions(&fx), vec![(W, ErrorCode::None)]);
-    assert_eq!(p.on_follower_fetch(9, 10, 5), Err(ErrorCode::NotLeaderOrFollower), "not a replica");
+    assert_eq!(
+        p.on_follower_fetch(9, 10, 5),
+        Err(ErrorCode::NotLeaderOrFollower),
+        "not a replica"
+    );
 }
 
 #[test]
@@ -343,14 +464,29 @@ fn isr_shrinks_after_the_lag_and_expands_when_caught_up() {
     p.on_follower_fetch(2, 10, 0).unwrap();
     assert_eq!(p.high_watermark(), 10);
     p.on_leader_append(20, 1);
-    assert!(p.tick(30_000).is_empty(), "caught up 30 s ago: still in sync");
+    assert!(
+        p.tick(30_000).is_empty(),
+        "caught up 30 s ago: still in sync"
+    );
     let fx = p.tick(30_001);
-    assert_eq!(fx, vec![Effect::ProposeIsr { isr: vec![1], partition_epoch: 0 }]);
+    assert_eq!(
+        fx,
+        vec![Effect::ProposeIsr {
+            isr: vec![1],
+            partition_epoch: 0
+        }]
+    );
     assert!(p.tick(40_000).is_empty(), "one change in flight");
     let fx = p.on_isr_committed(1, vec![1], 40_001);
     assert_eq!(hw_moves(&fx), vec![(10, 20)], "ISR {{1}}: HW = leader LEO");
     // The follower catches up: proposed back in.
     let fx = p.on_follower_fetch(2, 20, 40_002).unwrap();
-    assert!(fx.contains(&Effect::ProposeIsr { isr: vec![1, 2], partition_epoch: 1 }), "{fx:?}");
+    assert!(
+        fx.contains(&Effect::ProposeIsr {
+            isr: vec![1, 2],
+            partition_epoch: 1
+        }),
+        "{fx:?}"
+    );
     assert_eq!(p.maximal_isr(), vec![1, 2]);
 }

@@ -75,8 +75,10 @@ fn run(seed: u64) -> Result<(), String> {
         let op = rng.below(100);
         let what: String;
         if op < 40 {
-            let acks = [Acks::None, Acks::Leader, Acks::All][usize::try_from(rng.below(3)).unwrap()];
-            p.check_append(acks).map_err(|e| format!("check_append refused: {e:?}"))?;
+            let acks =
+                [Acks::None, Acks::Leader, Acks::All][usize::try_from(rng.below(3)).unwrap()];
+            p.check_append(acks)
+                .map_err(|e| format!("check_append refused: {e:?}"))?;
             leo += 1 + i64::try_from(rng.below(20)).unwrap();
             if !durable {
                 synced = leo; // not fsynced, but nothing waits for it either
@@ -124,13 +126,21 @@ fn run(seed: u64) -> Result<(), String> {
                 Reader::Consumer(Isolation::ReadCommitted),
                 Reader::Replica(9),
             ] {
-                let b = p.read_bound(reader, inputs).map_err(|e| format!("read refused {e:?}"))?;
+                let b = p
+                    .read_bound(reader, inputs)
+                    .map_err(|e| format!("read refused {e:?}"))?;
                 let consumer = matches!(reader, Reader::Consumer(_));
                 if consumer && (b.max_offset > hw || dso.is_some_and(|d| b.max_offset > d)) {
-                    return Err(format!("step {step}: {reader:?} bound {} above HW {hw} / DSO {dso:?}", b.max_offset));
+                    return Err(format!(
+                        "step {step}: {reader:?} bound {} above HW {hw} / DSO {dso:?}",
+                        b.max_offset
+                    ));
                 }
                 if !consumer && b.max_offset != hw {
-                    return Err(format!("step {step}: unknown replica bound {} != HW {hw}", b.max_offset));
+                    return Err(format!(
+                        "step {step}: unknown replica bound {} != HW {hw}",
+                        b.max_offset
+                    ));
                 }
                 if b.high_watermark != hw || b.last_stable_offset > hw {
                     return Err(format!("step {step}: reported {b:?} vs HW {hw}"));
@@ -144,10 +154,15 @@ fn run(seed: u64) -> Result<(), String> {
             match e {
                 Effect::AckCompleted { wait, error } => {
                     let Some(w) = parked.remove(&wait.0) else {
-                        return Err(ctx(format!("completion of unknown or finished wait {wait:?}")));
+                        return Err(ctx(format!(
+                            "completion of unknown or finished wait {wait:?}"
+                        )));
                     };
                     let ok = match error {
-                        ErrorCode::None => w.end <= p.high_watermark() || (w.acks == Acks::Leader && w.end <= p.durable_end()),
+                        ErrorCode::None => {
+                            w.end <= p.high_watermark()
+                                || (w.acks == Acks::Leader && w.end <= p.durable_end())
+                        }
                         ErrorCode::KafkaStorageError | ErrorCode::RequestTimedOut => true,
                         _ => false,
                     };
@@ -173,14 +188,20 @@ fn run(seed: u64) -> Result<(), String> {
         let model = if durable { synced.min(leo) } else { leo };
         let model = model.max(last_hw);
         if hw != model {
-            return Err(ctx(format!("HW {hw}, the single-node rule says {model} (leo {leo}, synced {synced})")));
+            return Err(ctx(format!(
+                "HW {hw}, the single-node rule says {model} (leo {leo}, synced {synced})"
+            )));
         }
         // Nothing that holds stays parked.
         if let Some((id, w)) = parked.iter().find(|(_, w)| w.end <= hw) {
             return Err(ctx(format!("wait {id} {w:?} still parked at HW {hw}")));
         }
         if p.pending_acks() != parked.len() {
-            return Err(ctx(format!("{} parked in the core, {} in the model", p.pending_acks(), parked.len())));
+            return Err(ctx(format!(
+                "{} parked in the core, {} in the model",
+                p.pending_acks(),
+                parked.len()
+            )));
         }
         last_hw = hw;
     }
@@ -207,7 +228,10 @@ fn await_one(
         AckDecision::Done(ErrorCode::None) => {
             let holds = acks == Acks::None || end <= p.high_watermark();
             if !holds {
-                return Err(format!("acks {acks:?} end {end} done at HW {}", p.high_watermark()));
+                return Err(format!(
+                    "acks {acks:?} end {end} done at HW {}",
+                    p.high_watermark()
+                ));
             }
         }
         AckDecision::Done(e) => return Err(format!("await_acks answered {e:?}")),
@@ -223,7 +247,9 @@ fn one_replica_simulation() {
     };
     for seed in seeds {
         if let Err(e) = run(seed) {
-            panic!("seed {seed}: {e}\nreplay: SKIFF_SIM_SEED={seed} cargo test -p skiff-replication --test sim");
+            panic!(
+                "seed {seed}: {e}\nreplay: SKIFF_SIM_SEED={seed} cargo test -p skiff-replication --test sim"
+            );
         }
     }
 }
@@ -237,7 +263,15 @@ fn await_one_follows_the_rules() {
         durable_end: 0,
         high_watermark: 0,
     };
-    let (mut p, _) = Partition::single_leader(1, PartitionConfig { durable: true, ..PartitionConfig::default() }, log, 0);
+    let (mut p, _) = Partition::single_leader(
+        1,
+        PartitionConfig {
+            durable: true,
+            ..PartitionConfig::default()
+        },
+        log,
+        0,
+    );
     p.on_leader_append(10, 0);
     let mut parked = BTreeMap::new();
     let mut next = 0;

@@ -53,7 +53,12 @@ pub fn parse_layers(arch: &str) -> Result<Layers, Violation> {
         }
     }
     if out.is_empty() {
-        return Err(Violation::new(ARCH, 1, RULE, "no crate table (`  <dir>/  L<n>  ...` rows in the first code block)"));
+        return Err(Violation::new(
+            ARCH,
+            1,
+            RULE,
+            "no crate table (`  <dir>/  L<n>  ...` rows in the first code block)",
+        ));
     }
     Ok(out)
 }
@@ -110,8 +115,15 @@ pub fn skiff_dependencies(manifest: &str) -> Vec<(String, usize, String)> {
 
 fn is_dep_table(section: &str) -> bool {
     let last = section.rsplit('.').next().unwrap_or(section);
-    let last = if section.starts_with("target.") { last } else { section };
-    matches!(last, "dependencies" | "dev-dependencies" | "build-dependencies")
+    let last = if section.starts_with("target.") {
+        last
+    } else {
+        section
+    };
+    matches!(
+        last,
+        "dependencies" | "dev-dependencies" | "build-dependencies"
+    )
 }
 
 /// Checks `crates`: `(dir name, manifest path, manifest text)` for every `crates/*` dir.
@@ -127,17 +139,32 @@ pub fn check(arch: &str, crates: &[(String, String, String)]) -> Vec<Violation> 
         .collect();
     for (dir, (_, line)) in &layers {
         if !crates.iter().any(|(d, _, _)| d == dir) {
-            out.push(Violation::new(ARCH, *line, RULE, format!("the table lists `{dir}/` but there is no crates/{dir}/Cargo.toml")));
+            out.push(Violation::new(
+                ARCH,
+                *line,
+                RULE,
+                format!("the table lists `{dir}/` but there is no crates/{dir}/Cargo.toml"),
+            ));
         }
     }
     for (dir, path, text) in crates {
         let Some((layer, _)) = layers.get(dir) else {
-            out.push(Violation::new(path, 1, RULE, format!("crates/{dir}/ is missing from the crate table in {ARCH}")));
+            out.push(Violation::new(
+                path,
+                1,
+                RULE,
+                format!("crates/{dir}/ is missing from the crate table in {ARCH}"),
+            ));
             continue;
         };
         for (dep, line, section) in skiff_dependencies(text) {
             let Some(dep_dir) = by_package.get(&dep) else {
-                out.push(Violation::new(path, line, RULE, format!("`{dep}` is not a crate under crates/")));
+                out.push(Violation::new(
+                    path,
+                    line,
+                    RULE,
+                    format!("`{dep}` is not a crate under crates/"),
+                ));
                 continue;
             };
             let Some((dep_layer, _)) = layers.get(dep_dir) else {
@@ -163,14 +190,19 @@ mod tests {
     const ARCH_MD: &str = "# x\n\ntext `L9` here\n\n```\ncrates/\n  types/      L0  Aliases,\n                  more text L5.\n  record/     L1  Batches\n                    sub/  L7 not a row\n  storage/    L2  Logs\n  server/     L5  The server\ntests/compat/     not a crate\n```\n\n```\n  late/ L0  after the first block\n```\n";
 
     fn manifest(name: &str, deps: &str) -> String {
-        format!("[package]\nname = \"{name}\"\nversion.workspace = true\n\n{deps}\n[lints]\nworkspace = true\n")
+        format!(
+            "[package]\nname = \"{name}\"\nversion.workspace = true\n\n{deps}\n[lints]\nworkspace = true\n"
+        )
     }
 
     #[test]
     fn parses_rows_only() {
         let l = parse_layers(ARCH_MD).unwrap();
         let got: Vec<(&str, u32)> = l.iter().map(|(k, (n, _))| (k.as_str(), *n)).collect();
-        assert_eq!(got, vec![("record", 1), ("server", 5), ("storage", 2), ("types", 0)]);
+        assert_eq!(
+            got,
+            vec![("record", 1), ("server", 5), ("storage", 2), ("types", 0)]
+        );
         assert_eq!(l["types"].1, 7, "line of the row");
         assert!(parse_layers("# nothing\n").is_err());
     }
@@ -178,10 +210,18 @@ mod tests {
     #[test]
     fn finds_dependencies_in_every_table_form() {
         let m = "[package]\nname = \"a\"\n[dependencies]\nskiff-types.workspace = true\nserde = \"1\"\n# skiff-x = 1\n[dev-dependencies]\nskiff-server = { workspace = true }\n[target.'cfg(unix)'.dependencies]\nskiff-record.workspace = true\n[dependencies.skiff-storage]\nworkspace = true\n[features]\nskiff-nope = []\n";
-        let got: Vec<(String, usize)> = skiff_dependencies(m).into_iter().map(|(n, l, _)| (n, l)).collect();
+        let got: Vec<(String, usize)> = skiff_dependencies(m)
+            .into_iter()
+            .map(|(n, l, _)| (n, l))
+            .collect();
         assert_eq!(
             got,
-            vec![("skiff-types".into(), 4), ("skiff-server".into(), 8), ("skiff-record".into(), 10), ("skiff-storage".into(), 11)]
+            vec![
+                ("skiff-types".into(), 4),
+                ("skiff-server".into(), 8),
+                ("skiff-record".into(), 10),
+                ("skiff-storage".into(), 11)
+            ]
         );
         assert_eq!(package_name(m).as_deref(), Some("a"));
     }
@@ -189,41 +229,121 @@ mod tests {
     #[test]
     fn flags_upward_sideways_unknown_and_missing() {
         let crates = vec![
-            ("types".to_string(), "crates/types/Cargo.toml".to_string(), manifest("skiff-types", "")),
-            ("record".to_string(), "crates/record/Cargo.toml".to_string(), manifest("skiff-record", "[dependencies]\nskiff-types.workspace = true\n")),
+            (
+                "types".to_string(),
+                "crates/types/Cargo.toml".to_string(),
+                manifest("skiff-types", ""),
+            ),
+            (
+                "record".to_string(),
+                "crates/record/Cargo.toml".to_string(),
+                manifest(
+                    "skiff-record",
+                    "[dependencies]\nskiff-types.workspace = true\n",
+                ),
+            ),
             // storage (L2) -> server (L5) in dev-deps: upward
-            ("storage".to_string(), "crates/storage/Cargo.toml".to_string(), manifest("skiff-storage", "[dependencies]\nskiff-record.workspace = true\n[dev-dependencies]\nskiff-server.workspace = true\n")),
+            (
+                "storage".to_string(),
+                "crates/storage/Cargo.toml".to_string(),
+                manifest(
+                    "skiff-storage",
+                    "[dependencies]\nskiff-record.workspace = true\n[dev-dependencies]\nskiff-server.workspace = true\n",
+                ),
+            ),
             // server (L5) -> storage fine, -> itself-level crate via unknown name
-            ("server".to_string(), "crates/server/Cargo.toml".to_string(), manifest("skiff-server", "[dependencies]\nskiff-storage.workspace = true\nskiff-ghost.workspace = true\n")),
-            ("extra".to_string(), "crates/extra/Cargo.toml".to_string(), manifest("skiff-extra", "")),
+            (
+                "server".to_string(),
+                "crates/server/Cargo.toml".to_string(),
+                manifest(
+                    "skiff-server",
+                    "[dependencies]\nskiff-storage.workspace = true\nskiff-ghost.workspace = true\n",
+                ),
+            ),
+            (
+                "extra".to_string(),
+                "crates/extra/Cargo.toml".to_string(),
+                manifest("skiff-extra", ""),
+            ),
         ];
-        let got: Vec<String> = check(ARCH_MD, &crates).iter().map(ToString::to_string).collect();
+        let got: Vec<String> = check(ARCH_MD, &crates)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(got.len(), 3, "{got:#?}");
         assert!(got[0].starts_with("crates/storage/Cargo.toml:8: layering: [dev-dependencies] storage/ (L2) depends on server/ (L5)"), "{}", got[0]);
-        assert!(got[1].starts_with("crates/server/Cargo.toml:7: layering: `skiff-ghost`"), "{}", got[1]);
-        assert!(got[2].starts_with("crates/extra/Cargo.toml:1: layering: crates/extra/ is missing"), "{}", got[2]);
+        assert!(
+            got[1].starts_with("crates/server/Cargo.toml:7: layering: `skiff-ghost`"),
+            "{}",
+            got[1]
+        );
+        assert!(
+            got[2].starts_with("crates/extra/Cargo.toml:1: layering: crates/extra/ is missing"),
+            "{}",
+            got[2]
+        );
     }
 
     #[test]
     fn same_layer_is_refused_and_a_row_without_a_crate_is_reported() {
         let arch = "```\n  a/  L1 x\n  b/  L1 y\n  gone/ L0 z\n```\n";
         let crates = vec![
-            ("a".to_string(), "crates/a/Cargo.toml".to_string(), manifest("skiff-a", "[dependencies]\nskiff-b.workspace = true\n")),
-            ("b".to_string(), "crates/b/Cargo.toml".to_string(), manifest("skiff-b", "")),
+            (
+                "a".to_string(),
+                "crates/a/Cargo.toml".to_string(),
+                manifest("skiff-a", "[dependencies]\nskiff-b.workspace = true\n"),
+            ),
+            (
+                "b".to_string(),
+                "crates/b/Cargo.toml".to_string(),
+                manifest("skiff-b", ""),
+            ),
         ];
-        let got: Vec<String> = check(arch, &crates).iter().map(ToString::to_string).collect();
+        let got: Vec<String> = check(arch, &crates)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(got.len(), 2, "{got:#?}");
-        assert!(got[0].starts_with("ARCHITECTURE.md:4: layering: the table lists `gone/`"), "{}", got[0]);
+        assert!(
+            got[0].starts_with("ARCHITECTURE.md:4: layering: the table lists `gone/`"),
+            "{}",
+            got[0]
+        );
         assert!(got[1].contains("a/ (L1) depends on b/ (L1)"), "{}", got[1]);
     }
 
     #[test]
     fn a_clean_tree_passes() {
         let crates = vec![
-            ("types".to_string(), "crates/types/Cargo.toml".to_string(), manifest("skiff-types", "")),
-            ("record".to_string(), "crates/record/Cargo.toml".to_string(), manifest("skiff-record", "[dependencies]\nskiff-types.workspace = true\n")),
-            ("storage".to_string(), "crates/storage/Cargo.toml".to_string(), manifest("skiff-storage", "[dependencies]\nskiff-record.workspace = true\n")),
-            ("server".to_string(), "crates/server/Cargo.toml".to_string(), manifest("skiff-server", "[dependencies]\nskiff-storage.workspace = true\n")),
+            (
+                "types".to_string(),
+                "crates/types/Cargo.toml".to_string(),
+                manifest("skiff-types", ""),
+            ),
+            (
+                "record".to_string(),
+                "crates/record/Cargo.toml".to_string(),
+                manifest(
+                    "skiff-record",
+                    "[dependencies]\nskiff-types.workspace = true\n",
+                ),
+            ),
+            (
+                "storage".to_string(),
+                "crates/storage/Cargo.toml".to_string(),
+                manifest(
+                    "skiff-storage",
+                    "[dependencies]\nskiff-record.workspace = true\n",
+                ),
+            ),
+            (
+                "server".to_string(),
+                "crates/server/Cargo.toml".to_string(),
+                manifest(
+                    "skiff-server",
+                    "[dependencies]\nskiff-storage.workspace = true\n",
+                ),
+            ),
         ];
         assert_eq!(check(ARCH_MD, &crates), vec![]);
     }

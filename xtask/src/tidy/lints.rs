@@ -10,13 +10,21 @@ const TEST_KEYS: &[&str] = &["allow-unwrap-in-tests", "allow-expect-in-tests"];
 
 /// Root `[workspace.lints.clippy]`, `clippy.toml` (None = absent) and every member's
 /// `[lints] workspace = true` (`(manifest path, text)`).
-pub fn check_config(root_manifest: &str, clippy_toml: Option<&str>, members: &[(String, String)]) -> Vec<Violation> {
+pub fn check_config(
+    root_manifest: &str,
+    clippy_toml: Option<&str>,
+    members: &[(String, String)],
+) -> Vec<Violation> {
     let mut out = Vec::new();
     let section = section_lines(root_manifest, "workspace.lints.clippy");
     let at = section.first().map_or(1, |(i, _)| *i);
     for lint in LINTS {
         let level = section.iter().find_map(|(_, l)| value_of(l, lint));
-        let ok = level.as_deref().is_some_and(|v| ["warn", "deny", "forbid"].iter().any(|w| v.contains(&format!("\"{w}\""))));
+        let ok = level.as_deref().is_some_and(|v| {
+            ["warn", "deny", "forbid"]
+                .iter()
+                .any(|w| v.contains(&format!("\"{w}\"")))
+        });
         if !ok {
             out.push(Violation::new(
                 "Cargo.toml",
@@ -27,21 +35,40 @@ pub fn check_config(root_manifest: &str, clippy_toml: Option<&str>, members: &[(
         }
     }
     match clippy_toml {
-        None => out.push(Violation::new("clippy.toml", 1, RULE, "missing: it must set allow-unwrap-in-tests = true and allow-expect-in-tests = true")),
+        None => out.push(Violation::new(
+            "clippy.toml",
+            1,
+            RULE,
+            "missing: it must set allow-unwrap-in-tests = true and allow-expect-in-tests = true",
+        )),
         Some(text) => {
-            let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+            let lines: Vec<(usize, &str)> =
+                text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
             for key in TEST_KEYS {
                 let v = lines.iter().find_map(|(_, l)| value_of(l, key));
                 if v.as_deref() != Some("true") {
-                    out.push(Violation::new("clippy.toml", 1, RULE, format!("`{key} = true` is missing (found {v:?})")));
+                    out.push(Violation::new(
+                        "clippy.toml",
+                        1,
+                        RULE,
+                        format!("`{key} = true` is missing (found {v:?})"),
+                    ));
                 }
             }
         }
     }
     for (path, text) in members {
         let lints = section_lines(text, "lints");
-        if !lints.iter().any(|(_, l)| value_of(l, "workspace").as_deref() == Some("true")) {
-            out.push(Violation::new(path, lints.first().map_or(1, |(i, _)| *i), RULE, "no `[lints] workspace = true`: the crate would escape the workspace lints"));
+        if !lints
+            .iter()
+            .any(|(_, l)| value_of(l, "workspace").as_deref() == Some("true"))
+        {
+            out.push(Violation::new(
+                path,
+                lints.first().map_or(1, |(i, _)| *i),
+                RULE,
+                "no `[lints] workspace = true`: the crate would escape the workspace lints",
+            ));
         }
     }
     out
@@ -89,7 +116,9 @@ pub fn check_opt_outs(path: &str, text: &str) -> Vec<Violation> {
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let t = line.trim_start();
-        if !(t.starts_with("#[") || t.starts_with("#![")) || !(t.contains("allow(") || t.contains("expect(")) {
+        if !(t.starts_with("#[") || t.starts_with("#!["))
+            || !(t.contains("allow(") || t.contains("expect("))
+        {
             continue;
         }
         let Some(lint) = LINTS.iter().find(|l| t.contains(&format!("clippy::{l}"))) else {
@@ -105,7 +134,12 @@ pub fn check_opt_outs(path: &str, text: &str) -> Vec<Violation> {
             .take(3)
             .any(|l| matches!(l.trim(), "#[cfg(test)]" | "#[test]"));
         if !under_test {
-            out.push(Violation::new(path, i + 1, RULE, format!("`clippy::{lint}` allowed outside test code: return the error instead")));
+            out.push(Violation::new(
+                path,
+                i + 1,
+                RULE,
+                format!("`clippy::{lint}` allowed outside test code: return the error instead"),
+            ));
         }
     }
     out
@@ -116,29 +150,62 @@ mod tests {
     use super::*;
 
     const ROOT_OK: &str = "[workspace]\nmembers = []\n\n[workspace.lints.clippy]\nunwrap_used = \"warn\"\nexpect_used = { level = \"deny\", priority = 1 }\n";
-    const CLIPPY_OK: &str = "allow-unwrap-in-tests = true\nallow-expect-in-tests = true # tests may panic\n";
+    const CLIPPY_OK: &str =
+        "allow-unwrap-in-tests = true\nallow-expect-in-tests = true # tests may panic\n";
 
     fn members(extra: &str) -> Vec<(String, String)> {
         vec![
-            ("crates/a/Cargo.toml".into(), "[package]\nname = \"a\"\n\n[lints]\nworkspace = true\n".into()),
-            ("crates/b/Cargo.toml".into(), format!("[package]\nname = \"b\"\n{extra}")),
+            (
+                "crates/a/Cargo.toml".into(),
+                "[package]\nname = \"a\"\n\n[lints]\nworkspace = true\n".into(),
+            ),
+            (
+                "crates/b/Cargo.toml".into(),
+                format!("[package]\nname = \"b\"\n{extra}"),
+            ),
         ]
     }
 
     #[test]
     fn complete_configuration_passes() {
-        assert_eq!(check_config(ROOT_OK, Some(CLIPPY_OK), &members("[lints]\nworkspace = true\n")), vec![]);
+        assert_eq!(
+            check_config(
+                ROOT_OK,
+                Some(CLIPPY_OK),
+                &members("[lints]\nworkspace = true\n")
+            ),
+            vec![]
+        );
     }
 
     #[test]
     fn commented_or_allowed_lints_and_missing_pieces_are_reported() {
         let root = "[workspace.lints.clippy]\n# TODO unwrap_used = \"warn\"\nexpect_used = \"allow\"\n[profile.release]\nunwrap_used = \"warn\"\n";
-        let got: Vec<String> = check_config(root, None, &members("[lints.rust]\nx = 1\n")).iter().map(ToString::to_string).collect();
+        let got: Vec<String> = check_config(root, None, &members("[lints.rust]\nx = 1\n"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(got.len(), 4, "{got:#?}");
-        assert!(got[0].starts_with("Cargo.toml:1: unwrap: `unwrap_used` is not set"), "{}", got[0]);
-        assert!(got[1].contains("`expect_used` is not set") && got[1].contains("allow"), "{}", got[1]);
-        assert!(got[2].starts_with("clippy.toml:1: unwrap: missing"), "{}", got[2]);
-        assert!(got[3].starts_with("crates/b/Cargo.toml:1: unwrap: no `[lints] workspace = true`"), "{}", got[3]);
+        assert!(
+            got[0].starts_with("Cargo.toml:1: unwrap: `unwrap_used` is not set"),
+            "{}",
+            got[0]
+        );
+        assert!(
+            got[1].contains("`expect_used` is not set") && got[1].contains("allow"),
+            "{}",
+            got[1]
+        );
+        assert!(
+            got[2].starts_with("clippy.toml:1: unwrap: missing"),
+            "{}",
+            got[2]
+        );
+        assert!(
+            got[3].starts_with("crates/b/Cargo.toml:1: unwrap: no `[lints] workspace = true`"),
+            "{}",
+            got[3]
+        );
         let got = check_config(ROOT_OK, Some("allow-unwrap-in-tests = false\n"), &[]);
         assert_eq!(got.len(), 2, "{got:#?}");
     }
@@ -146,7 +213,10 @@ mod tests {
     #[test]
     fn opt_outs_outside_tests() {
         let src = "#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]\n\n#[allow(clippy::unwrap_used)]\nfn f() {}\n\n#[cfg(test)]\n#[allow(clippy::unwrap_used)]\nmod tests {}\n\n#[cfg(test)]\nmod t2 {\n    #![allow(clippy::expect_used)]\n}\n\nfn g() {\n    #[expect(clippy::expect_used)]\n    let x = 1;\n}\n#[allow(clippy::too_many_arguments)]\nfn h() {}\n";
-        let got: Vec<String> = check_opt_outs("crates/a/src/lib.rs", src).iter().map(ToString::to_string).collect();
+        let got: Vec<String> = check_opt_outs("crates/a/src/lib.rs", src)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(got, vec![
             "crates/a/src/lib.rs:3: unwrap: `clippy::unwrap_used` allowed outside test code: return the error instead".to_string(),
             "crates/a/src/lib.rs:16: unwrap: `clippy::expect_used` allowed outside test code: return the error instead".to_string(),

@@ -57,7 +57,11 @@ impl Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}: {}", self.path, self.line, self.rule, self.message)
+        write!(
+            f,
+            "{}:{}: {}: {}",
+            self.path, self.line, self.rule, self.message
+        )
     }
 }
 
@@ -80,16 +84,26 @@ pub fn run(root: &Path) -> std::io::Result<Vec<Violation>> {
     }
     out.extend(layering::check(&arch, &crates));
 
-    let mut members: Vec<(String, String)> =
-        crates.iter().map(|(_, rel, text)| (rel.clone(), text.clone())).collect();
-    for rel in ["bench/Cargo.toml", "xtask/Cargo.toml", "tests/compat/Cargo.toml"] {
+    let mut members: Vec<(String, String)> = crates
+        .iter()
+        .map(|(_, rel, text)| (rel.clone(), text.clone()))
+        .collect();
+    for rel in [
+        "bench/Cargo.toml",
+        "xtask/Cargo.toml",
+        "tests/compat/Cargo.toml",
+    ] {
         if let Ok(text) = read(rel) {
             members.push((rel.to_string(), text));
         }
     }
     let root_manifest = read("Cargo.toml")?;
     let clippy_toml = read("clippy.toml").ok();
-    out.extend(lints::check_config(&root_manifest, clippy_toml.as_deref(), &members));
+    out.extend(lints::check_config(
+        &root_manifest,
+        clippy_toml.as_deref(),
+        &members,
+    ));
 
     // source files
     for top in ["crates", "bench", "xtask", "tests/compat"] {
@@ -132,7 +146,8 @@ fn collect_rs(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result
     for p in entries {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if p.is_dir() {
-            if name == "target" || name == "fuzz" || name.starts_with('.') || name == "node_modules" {
+            if name == "target" || name == "fuzz" || name.starts_with('.') || name == "node_modules"
+            {
                 continue;
             }
             collect_rs(root, &p, out)?;
