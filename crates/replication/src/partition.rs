@@ -245,7 +245,13 @@ impl Partition {
         let old_hw = self.high_watermark;
         self.set_local(log);
         let ceiling = self.acked_end();
-        self.high_watermark = log.high_watermark.clamp(self.log_start, ceiling);
+        // A new epoch starts from the checkpoint; the same epoch never moves the HW back.
+        let start = if new_epoch {
+            log.high_watermark
+        } else {
+            log.high_watermark.max(old_hw)
+        };
+        self.high_watermark = start.clamp(self.log_start, ceiling);
         self.role = Role::Leader;
         self.leader_epoch = assignment.leader_epoch;
         self.partition_epoch = assignment.partition_epoch;
@@ -257,7 +263,11 @@ impl Partition {
             .filter(|r| **r != self.local)
             .map(|r| match old_followers.iter().find(|f| f.id == *r) {
                 Some(f) if !new_epoch => *f,
-                _ => ReplicaState::new(*r),
+                // Kafka's makeLeader: ISR members count as caught up now, others never.
+                _ => ReplicaState {
+                    last_caught_up_ms: if assignment.isr.contains(r) { now } else { -1 },
+                    ..ReplicaState::new(*r)
+                },
             })
             .collect();
         if new_epoch {

@@ -490,3 +490,44 @@ fn isr_shrinks_after_the_lag_and_expands_when_caught_up() {
     );
     assert_eq!(p.maximal_isr(), vec![1, 2]);
 }
+
+#[test]
+fn a_silent_isr_follower_leaves_only_after_the_lag() {
+    // become_leader at t=0: ISR members count as caught up at 0 (Kafka's makeLeader).
+    let mut p = leader(false, 1, 2, 2);
+    p.on_leader_append(10, 0);
+    assert!(p.tick(30_000).is_empty(), "within replica.lag.time.max.ms");
+    assert_eq!(
+        p.tick(30_001),
+        vec![Effect::ProposeIsr {
+            isr: vec![1],
+            partition_epoch: 0
+        }]
+    );
+}
+
+#[test]
+fn same_epoch_reassignment_keeps_the_high_watermark() {
+    let mut p = leader(false, 1, 1, 1);
+    p.on_leader_append(10, 0);
+    assert_eq!(p.high_watermark(), 10);
+    // The metadata re-applies the same leader epoch (partition epoch bump) with a stale
+    // checkpointed HW: the HW stays.
+    let a = Assignment {
+        partition_epoch: 1,
+        ..Assignment::single(NODE)
+    };
+    let log = LocalLog {
+        log_start_offset: 0,
+        log_end_offset: 10,
+        durable_end: 10,
+        high_watermark: 3,
+    };
+    let fx = p.become_leader(a, log, 1);
+    assert_eq!(p.high_watermark(), 10, "{fx:?}");
+    assert!(
+        !fx.iter()
+            .any(|e| matches!(e, Effect::HighWatermarkLowered { .. })),
+        "{fx:?}"
+    );
+}
