@@ -51,6 +51,15 @@
 //! - A parked ack is completed exactly once.
 //! - At most one ISR change ([`Effect::ProposeIsr`], Kafka's AlterPartition) is in flight.
 //!
+//! # Where this differs from Kafka, on purpose
+//!
+//! - `acks=1` on a durable topic waits for the leader's fsync (Kafka never fsyncs on the
+//!   produce path): a durable topic promises "acknowledged => fsynced", as the server did
+//!   before this crate (acks=1 and acks=-1 took the same path there).
+//! - A replica id that is not a follower of the partition reads up to the HW (the server's
+//!   pre-replication rule for `replica_id >= 0`); Kafka refuses fetches from unassigned
+//!   replicas. The replica manager may turn this into an error once followers exist.
+//!
 //! # How the server will use it
 //!
 //! The replica manager (issue 13 item 2) owns one `Partition` beside each partition's log,
