@@ -325,13 +325,17 @@ impl Partition {
     }
 
     /// The committed ISR changed (a `PartitionChangeRecord` at the same leader epoch was
-    /// applied): the in-flight proposal is settled, the HW and parked acks re-evaluated.
+    /// applied): the in-flight proposal is settled, the HW and parked acks re-evaluated. An
+    /// older partition epoch than the current one changes nothing.
     pub fn on_isr_committed(
         &mut self,
         partition_epoch: i32,
         isr: Vec<ReplicaId>,
         now: i64,
     ) -> Vec<Effect> {
+        if partition_epoch < self.partition_epoch {
+            return Vec::new(); // an older registration than the one applied: ignored
+        }
         self.partition_epoch = partition_epoch;
         self.isr = isr;
         self.isr_in_flight = None;

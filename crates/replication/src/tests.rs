@@ -531,3 +531,11 @@ fn same_epoch_reassignment_keeps_the_high_watermark() {
         "{fx:?}"
     );
 }
+
+#[test]
+fn a_stale_isr_change_is_ignored() {
+    let mut p = leader(false, 1, 2, 2);
+    p.on_isr_committed(3, vec![1], 0);
+    assert!(p.on_isr_committed(2, vec![1, 2], 1).is_empty());
+    assert_eq!((p.partition_epoch(), p.isr()), (3, &[1][..]));
+}
