@@ -1,4 +1,5 @@
-//! `cargo run -p xtask -- codegen [--check]`: see the library docs.
+//! `cargo run -p xtask -- codegen [--check]` and `cargo run -p xtask -- tidy`: see the library
+//! docs.
 
 use std::process::ExitCode;
 
@@ -37,8 +38,25 @@ fn main() -> ExitCode {
                 }
             }
         }
+        ("tidy", []) => match xtask::tidy::run(&xtask::repo_root()) {
+            Ok(violations) if violations.is_empty() => {
+                println!("tidy: clean");
+                ExitCode::SUCCESS
+            }
+            Ok(violations) => {
+                for v in &violations {
+                    println!("{v}");
+                }
+                eprintln!("tidy: {} violation(s)", violations.len());
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("tidy: cannot read the tree: {e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => {
-            eprintln!("usage: cargo run -p xtask -- codegen [--check]");
+            eprintln!("usage: cargo run -p xtask -- codegen [--check] | tidy");
             ExitCode::from(2)
         }
     }
