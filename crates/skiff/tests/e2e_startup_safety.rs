@@ -14,7 +14,6 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use skiff_protocol::*;
 use skiff_testkit::{Broker, BrokerBuilder, Conn};
 
 const TOPIC: &str = "safe";

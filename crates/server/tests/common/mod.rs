@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 // The in-process harness is the workspace's one (`skiff-testkit`).
+#[allow(unused_imports)]
 pub use skiff_testkit::in_process::{DEADLINE, TestServer, start, start_with};
 
 /// A raw client: encodes requests with the protocol crate, reads frames back.

@@ -16,6 +16,7 @@ use skiff_protocol::*;
 use skiff_record::{BatchBuilder, BatchOptions, batches, recompute_crc, records};
 
 // The in-process harness is the workspace's one (`skiff-testkit`).
+#[allow(unused_imports)]
 pub use skiff_testkit::in_process::{DEADLINE, Harness, SERVER_THREAD};
 
 /// Raw connections to a [`Harness`].
