@@ -1,7 +1,8 @@
 //! The in-process harness: a [`Server`] (broker + listeners) started inside the test process,
 //! on an ephemeral loopback port and a fresh temp dir.
 //!
-//! Mental model: [`start_with`] builds [`ServerSettings`] for `<temp>/data`, lets the test
+//! Mental model: [`start_with`] (and [`start_on`], for a caller-owned dir and topic-config
+//! source) builds [`ServerSettings`] for `<temp>/data`, lets the test
 //! adjust them (short timers, small limits) and starts the server on the caller's tokio
 //! runtime; the [`TestServer`] owns the server and the temp dir (dropping it removes the dir;
 //! call `server.shutdown()` for an orderly stop). [`Harness`] is the same for blocking tests:
@@ -9,10 +10,11 @@
 //! shuts the server down on drop. Nothing is process-global: a test may start several.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use skiff_server::{Broker, Server, ServerSettings, StorageTopicConfigs};
+use skiff_server::{Broker, Server, ServerSettings, StorageTopicConfigs, TopicConfigs};
 
 /// Every wait of an in-process test is bounded by this.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -44,13 +46,30 @@ fn temp_dir() -> tempfile::TempDir {
 /// Starts a server whose settings `f` adjusted (log dir: `<temp>/data`).
 pub async fn start_with(f: impl FnOnce(&mut ServerSettings)) -> TestServer {
     let dir = temp_dir();
-    let mut settings = ServerSettings::with_log_dir(dir.path().join("data"));
+    let (server, addr) = start_on(
+        &dir.path().join("data"),
+        f,
+        Arc::new(StorageTopicConfigs::default()),
+    )
+    .await;
+    TestServer { server, dir, addr }
+}
+
+/// Starts a server on a caller-owned log dir `data` (e.g. to restart on it) with the given
+/// topic-config source (the binary passes a live configuration); returns it and its first
+/// listener's address.
+pub async fn start_on(
+    data: &Path,
+    f: impl FnOnce(&mut ServerSettings),
+    topic_configs: Arc<dyn TopicConfigs>,
+) -> (Server, SocketAddr) {
+    let mut settings = ServerSettings::with_log_dir(data);
     f(&mut settings);
-    let server = Server::start(settings, Arc::new(StorageTopicConfigs::default()))
+    let server = Server::start(settings, topic_configs)
         .await
         .unwrap_or_else(|e| panic!("cannot start the server: {e}"));
     let addr = server.listeners()[0].local_addr;
-    TestServer { server, dir, addr }
+    (server, addr)
 }
 
 /// A server running on its own two-worker runtime, for blocking tests.
