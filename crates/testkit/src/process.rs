@@ -617,3 +617,61 @@ impl Drop for Broker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_of_reads_the_bind_address_of_both_ready_lines() {
+        assert_eq!(
+            port_of("skiff ready listener=PLAINTEXT bind=127.0.0.1:9092 advertised=127.0.0.1:9092"),
+            9092
+        );
+        assert_eq!(port_of("skiff ready admin bind=127.0.0.1:9644"), 9644);
+    }
+
+    #[test]
+    fn serve_command_carries_dirs_overrides_and_env() {
+        let b = BrokerBuilder::new()
+            .binary("/bin/skiff")
+            .log_dirs(&[Path::new("/a"), Path::new("/b")])
+            .serve_args(&["--log-format", "json"])
+            .set("k", "v")
+            .env("E", "1")
+            .rust_log("warn");
+        let cmd = b.command();
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "serve",
+                "--log-format",
+                "json",
+                "--override",
+                "listeners=PLAINTEXT://127.0.0.1:0",
+                "--override",
+                "log.dirs=/a,/b",
+                "--override",
+                "k=v"
+            ]
+        );
+        let envs: Vec<(String, String)> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v?.to_str()?.to_owned())))
+            .collect();
+        assert!(
+            envs.contains(&("RUST_LOG".into(), "warn".into())),
+            "{envs:?}"
+        );
+        assert!(envs.contains(&("E".into(), "1".into())), "{envs:?}");
+        assert!(!b.admin_on());
+        assert!(
+            b.env("KAFKA_CFG_SKIFF_ADMIN_LISTENER", "127.0.0.1:0")
+                .admin_on()
+        );
+    }
+}
