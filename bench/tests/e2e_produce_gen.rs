@@ -6,53 +6,24 @@
 //! partition takes several batches and several requests are in flight at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::Arc;
-use std::time::Duration;
 
-use skiff_protocol::*;
-use skiff_server::{Server, ServerSettings, StorageTopicConfigs};
+use skiff_testkit::Conn;
+use skiff_testkit::client::records_of;
+use skiff_testkit::in_process::Harness;
 
-const DEADLINE: Duration = Duration::from_secs(20);
 const PARTITIONS: i32 = 2;
 const RECORDS: u64 = 300;
 const RECORD_BYTES: usize = 200;
 
-struct Conn {
-    client: BlockingClient<TcpStream>,
+/// This test's reads on a [`Conn`].
+trait Batches {
+    fn batches(&mut self, topic: &str, partition: i32) -> Vec<(i64, i32, i64, i16, i32)>;
+    fn raw_batches(&mut self, topic: &str, partition: i32) -> Vec<Vec<u8>>;
 }
 
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect_timeout(&addr, DEADLINE).unwrap();
-        stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        Conn {
-            client: BlockingClient::new(stream, "e2e-produce-gen"),
-        }
-    }
-
-    fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        self.client.call(version, body).unwrap()
-    }
-
-    fn create_topic(&mut self, name: &str) {
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: name.into(),
-                num_partitions: PARTITIONS,
-                replication_factor: 1,
-                ..CreatableTopic::default()
-            }],
-            timeout_ms: 10_000,
-            ..CreateTopicsRequest::default()
-        };
-        let ResponseBody::CreateTopics(r) = self.call(7, req) else {
-            panic!()
-        };
-        assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
-    }
-
+impl Batches for Conn {
     /// Every batch of a partition as (base offset, records, producer id, epoch, base sequence).
     fn batches(&mut self, topic: &str, partition: i32) -> Vec<(i64, i32, i64, i16, i32)> {
         self.raw_batches(topic, partition)
@@ -75,34 +46,9 @@ impl Conn {
         let mut out = Vec::new();
         let mut offset = 0i64;
         loop {
-            let req = FetchRequest {
-                max_wait_ms: 0,
-                min_bytes: 0,
-                max_bytes: 8 << 20,
-                session_epoch: -1,
-                topics: vec![FetchTopic {
-                    topic: topic.into(),
-                    partitions: vec![FetchPartition {
-                        partition,
-                        fetch_offset: offset,
-                        partition_max_bytes: 8 << 20,
-                        ..FetchPartition::default()
-                    }],
-                    ..FetchTopic::default()
-                }],
-                ..FetchRequest::default()
-            };
-            let ResponseBody::Fetch(r) = self.call(12, req) else {
-                panic!()
-            };
-            let p = &r.responses[0].partitions[0];
+            let p = &self.fetch(topic, partition, offset, 8 << 20);
             assert_eq!(p.error_code, 0);
-            let bytes = p
-                .records
-                .as_ref()
-                .and_then(|r| r.as_bytes())
-                .cloned()
-                .unwrap_or_default();
+            let bytes = records_of(p);
             let before = out.len();
             for b in skiff_record::batches(&bytes) {
                 let (_, v) = b.unwrap();
@@ -165,29 +111,12 @@ fn field<'a>(kv: &'a [(String, String)], key: &str) -> &'a str {
     &kv.iter().find(|(k, _)| k == key).unwrap().1
 }
 
-fn start() -> (tokio::runtime::Runtime, Server, tempfile::TempDir) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let settings = ServerSettings::with_log_dir(dir.path().join("data"));
-    let server = rt
-        .block_on(Server::start(
-            settings,
-            Arc::new(StorageTopicConfigs::default()),
-        ))
-        .unwrap();
-    (rt, server, dir)
-}
-
 fn run(idempotent: bool) {
-    let (rt, server, _dir) = start();
-    let addr = server.listeners()[0].local_addr;
+    let mut h = Harness::start(|_| {});
+    let addr = h.addr;
     let topic = if idempotent { "gen-on" } else { "gen-off" };
-    let mut c = Conn::open(addr);
-    c.create_topic(topic);
+    let mut c = Conn::open_as(addr, "e2e-produce-gen");
+    c.create_topic(topic, PARTITIONS, &[]);
 
     let kv = generate(addr, topic, idempotent);
     let pid: i64 = field(&kv, "producer_id").parse().unwrap();
@@ -234,7 +163,7 @@ fn run(idempotent: bool) {
     }
     assert_eq!(total, RECORDS + PARTITIONS as u64, "every record once");
     drop(c);
-    rt.block_on(server.shutdown()).unwrap();
+    h.shutdown();
 }
 
 #[test]
@@ -254,11 +183,11 @@ fn e2e_plain_generator_writes_no_producer_id() {
 /// config has delays off, so the headers are stored as sent.)
 #[test]
 fn e2e_generator_keys_and_delay_headers() {
-    let (rt, server, _dir) = start();
-    let addr = server.listeners()[0].local_addr;
+    let mut h = Harness::start(|_| {});
+    let addr = h.addr;
     let topic = "gen-keys";
-    let mut c = Conn::open(addr);
-    c.create_topic(topic);
+    let mut c = Conn::open_as(addr, "e2e-produce-gen");
+    c.create_topic(topic, PARTITIONS, &[]);
     let kv = generate_with(
         addr,
         topic,
@@ -312,5 +241,5 @@ fn e2e_generator_keys_and_delay_headers() {
     assert_eq!(keys.len(), 7);
     assert_eq!(total, RECORDS + PARTITIONS as u64);
     drop(c);
-    rt.block_on(server.shutdown()).unwrap();
+    h.shutdown();
 }

@@ -7,95 +7,40 @@
 //! the CLI explains an unreachable port; a malformed value is a configuration error (exit 2).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use bytes::Bytes;
 use serde_json::Value;
-use skiff_protocol::*;
+use skiff_testkit::client::DEADLINE;
+use skiff_testkit::{Broker, Conn};
 
-const DEADLINE: Duration = Duration::from_secs(30);
 const TOPIC: &str = "admin-e2e";
 
-struct Broker {
-    child: Child,
-    port: u16,
-    admin: Option<u16>,
-    lines: mpsc::Receiver<String>,
-}
-
-fn port_of(line: &str) -> u16 {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("bind="))
-        .and_then(|b| b.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"))
-}
-
 fn spawn(data: &Path, admin: bool) -> Broker {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skiff"));
-    cmd.arg("serve")
-        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
-        .args(["--override", "log.cleaner.backoff.ms=100"])
-        .args(["--override", "log.retention.check.interval.ms=1000"])
-        .arg("--override")
-        .arg(format!("log.dirs={}", data.display()));
-    if admin {
-        cmd.args(["--override", "skiff.admin.listener=127.0.0.1:0"]);
-    }
-    let mut child = cmd
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines = common::stdout_lines(&mut child);
-    let ready = lines.recv_timeout(DEADLINE).expect("a ready line");
+    let b = Broker::builder()
+        .binary(env!("CARGO_BIN_EXE_skiff"))
+        .log_dirs(&[data])
+        .set("log.cleaner.backoff.ms", "100")
+        .set("log.retention.check.interval.ms", "1000")
+        .admin(admin)
+        .rust_log("warn")
+        .start();
+    let ready = b.ready_line();
     assert!(
         ready.starts_with("skiff ready listener=PLAINTEXT"),
         "{ready}"
     );
-    let port = port_of(&ready);
-    let admin = admin.then(|| {
-        let line = lines.recv_timeout(DEADLINE).expect("the admin ready line");
-        assert!(
-            line.starts_with("skiff ready admin bind=127.0.0.1:"),
-            "{line}"
-        );
-        port_of(&line)
-    });
-    Broker {
-        child,
-        port,
-        admin,
-        lines,
-    }
+    b
 }
 
 /// SIGTERM, wait for exit 0, and return every stdout line printed after the ready lines.
 fn stop(mut b: Broker) -> Vec<String> {
-    let sent = Command::new("kill")
-        .arg("-TERM")
-        .arg(b.child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let deadline = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(status) = b.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "broker did not exit within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = b.sigterm();
     assert!(status.success(), "{status:?}");
-    b.lines.iter().collect()
+    b.stdout_after_ready()
 }
 
 /// How many TCP sockets process `pid` has in LISTEN state (from /proc).
@@ -157,57 +102,14 @@ fn stdout_ok(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-/// A raw Kafka protocol connection.
-struct Conn {
-    client: BlockingClient<TcpStream>,
+/// This test's calls on a [`Conn`].
+trait Admin {
+    fn produce_n(&mut self, partition: i32, records: usize, pid: Option<i64>) -> i64;
 }
 
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        Conn {
-            client: BlockingClient::new(stream, "e2e-admin"),
-        }
-    }
-
-    fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        self.client.call(version, body).unwrap()
-    }
-
-    fn create_topic(&mut self, partitions: i32) {
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: TOPIC.into(),
-                num_partitions: partitions,
-                replication_factor: 1,
-                ..CreatableTopic::default()
-            }],
-            timeout_ms: 10_000,
-            ..CreateTopicsRequest::default()
-        };
-        let ResponseBody::CreateTopics(r) = self.call(7, req) else {
-            panic!()
-        };
-        assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
-    }
-
-    fn init_producer_id(&mut self) -> i64 {
-        let req = InitProducerIdRequest {
-            transactional_id: None,
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-        };
-        let ResponseBody::InitProducerId(r) = self.call(4, req) else {
-            panic!()
-        };
-        assert_eq!(r.error_code, 0);
-        r.producer_id
-    }
-
+impl Admin for Conn {
     /// Produces `records` records to `partition` (idempotently when `pid` is set): base offset.
-    fn produce(&mut self, partition: i32, records: usize, pid: Option<i64>) -> i64 {
+    fn produce_n(&mut self, partition: i32, records: usize, pid: Option<i64>) -> i64 {
         let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions {
             producer_id: pid.unwrap_or(-1),
             producer_epoch: if pid.is_some() { 0 } else { -1 },
@@ -222,24 +124,10 @@ impl Conn {
                 &[],
             );
         }
-        let req = ProduceRequest {
-            acks: -1,
-            timeout_ms: 10_000,
-            topic_data: vec![TopicProduceData {
-                name: TOPIC.into(),
-                partition_data: vec![PartitionProduceData {
-                    index: partition,
-                    records: Some(Records::Bytes(Bytes::from(b.build().unwrap()))),
-                }],
-            }],
-            ..ProduceRequest::default()
-        };
-        let ResponseBody::Produce(r) = self.call(11, req) else {
-            panic!()
-        };
-        let p = &r.responses[0].partition_responses[0];
-        assert_eq!(p.error_code, 0);
-        p.base_offset
+        let (error_code, base_offset) =
+            self.produce(TOPIC, partition, Bytes::from(b.build().unwrap()));
+        assert_eq!(error_code, 0);
+        base_offset
     }
 }
 
@@ -247,9 +135,9 @@ impl Conn {
 fn e2e_admin_http_and_cli_show_partition_offsets() {
     let dir = tempfile::tempdir().unwrap();
     let b = spawn(&dir.path().join("data"), true);
-    let admin = b.admin.unwrap();
+    let admin = b.admin_port().unwrap();
     assert_eq!(
-        listening_sockets(b.child.id()),
+        listening_sockets(b.pid()),
         2,
         "the Kafka and the admin port"
     );
@@ -263,12 +151,12 @@ fn e2e_admin_http_and_cli_show_partition_offsets() {
         "ready once the ready lines are printed"
     );
 
-    let mut c = Conn::open(b.port);
-    c.create_topic(2);
-    assert_eq!(c.produce(0, 2, None), 0);
+    let mut c = Conn::open(b.port());
+    c.create_topic(TOPIC, 2, &[]);
+    assert_eq!(c.produce_n(0, 2, None), 0);
     let pid = c.init_producer_id();
-    assert_eq!(c.produce(1, 3, Some(pid)), 0);
-    assert_eq!(c.produce(0, 1, None), 2);
+    assert_eq!(c.produce_n(1, 3, Some(pid)), 0);
+    assert_eq!(c.produce_n(0, 1, None), 2);
 
     // JSON: the list.
     let (status, list) = http_get(admin, "/api/v1/partitions");
@@ -356,10 +244,10 @@ fn e2e_admin_http_and_cli_show_partition_offsets() {
 fn e2e_admin_port_is_off_unless_configured() {
     let dir = tempfile::tempdir().unwrap();
     let b = spawn(&dir.path().join("data"), false);
-    let mut c = Conn::open(b.port);
-    c.create_topic(1);
+    let mut c = Conn::open(b.port());
+    c.create_topic(TOPIC, 1, &[]);
     assert_eq!(
-        listening_sockets(b.child.id()),
+        listening_sockets(b.pid()),
         1,
         "only the Kafka listener is bound"
     );

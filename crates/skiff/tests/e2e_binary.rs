@@ -4,54 +4,37 @@
 //! refuses the start, exit 2), and `--log-format json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use bytes::{Bytes, BytesMut};
 use skiff_protocol::*;
+use skiff_testkit::client::DEADLINE;
+use skiff_testkit::{Broker, BrokerBuilder};
 
-const DEADLINE: Duration = Duration::from_secs(30);
-
-struct Broker {
-    child: Child,
-    port: u16,
-    ready: String,
+fn builder(dirs: &[&Path]) -> BrokerBuilder {
+    Broker::builder()
+        .binary(env!("CARGO_BIN_EXE_skiff"))
+        .log_dirs(dirs)
+        .rust_log("warn")
 }
 
 fn spawn(data: &Path) -> Broker {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .arg("serve")
-        .arg("--override")
-        .arg("listeners=PLAINTEXT://127.0.0.1:0")
-        .arg("--override")
-        .arg(format!("log.dirs={}", data.display()))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = common::stdout_lines(&mut child);
-    let ready = rx.recv_timeout(DEADLINE).expect("a ready line");
+    let b = builder(&[data]).start();
+    let ready = b.ready_line();
     assert!(
         ready.starts_with("skiff ready listener=PLAINTEXT bind=127.0.0.1:"),
         "{ready}"
     );
-    let bind = ready
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("bind="))
-        .unwrap();
-    let port: u16 = bind.rsplit(':').next().unwrap().parse().unwrap();
+    let port = b.port();
     assert!(port > 0);
     assert!(
         ready.ends_with(&format!("advertised=127.0.0.1:{port}")),
         "{ready}"
     );
-    Broker { child, port, ready }
+    b
 }
 
 fn call(
@@ -87,44 +70,13 @@ fn connect(port: u16) -> TcpStream {
 }
 
 fn sigterm_and_wait(b: Broker) -> std::process::ExitStatus {
-    signal_and_wait(b.child, "-TERM")
+    signal_and_wait(b, "TERM")
 }
 
-/// Sends `signal` (a `kill` flag such as `-INT`) and waits at most 30 s for the exit.
-fn signal_and_wait(mut child: Child, signal: &str) -> std::process::ExitStatus {
-    let status = Command::new("kill")
-        .arg(signal)
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    wait_for_exit(&mut child, &format!("kill {signal}"))
-}
-
-/// Waits at most 30 s for `child` to exit (kills it and panics otherwise).
-fn wait_for_exit(child: &mut Child, after: &str) -> std::process::ExitStatus {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("broker did not exit within 30 s of {after}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Reads the child's (piped) stderr to its end on a thread.
-fn drain_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
-    let mut pipe = child.stderr.take().expect("a piped stderr");
-    std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = pipe.read_to_string(&mut out);
-        out
-    })
+/// Sends `signal` (a `kill` name such as `INT`) and waits at most 30 s for the exit.
+fn signal_and_wait(mut b: Broker, signal: &str) -> std::process::ExitStatus {
+    b.signal(signal);
+    b.wait_exit(DEADLINE)
 }
 
 /// `cluster.id` of a log dir's meta.properties.
@@ -148,7 +100,7 @@ fn e2e_serve_ready_sigterm_clean_marker_and_restart() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let b = spawn(&data);
-    let mut s = connect(b.port);
+    let mut s = connect(b.port());
     let ResponseBody::ApiVersions(r) = call(&mut s, 1, 3, ApiVersionsRequest::default()) else {
         panic!()
     };
@@ -166,7 +118,7 @@ fn e2e_serve_ready_sigterm_clean_marker_and_restart() {
         panic!()
     };
     assert_eq!(r.topics[0].error_code, 0);
-    assert_eq!(r.brokers[0].port, i32::from(b.port));
+    assert_eq!(r.brokers[0].port, i32::from(b.port()));
     let req = ProduceRequest {
         acks: -1,
         timeout_ms: 5000,
@@ -184,7 +136,7 @@ fn e2e_serve_ready_sigterm_clean_marker_and_restart() {
     };
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
     drop(s);
-    let first_port = b.port;
+    let first_port = b.port();
     let status = sigterm_and_wait(b);
     assert!(status.success(), "exit status {status:?}");
     assert!(
@@ -194,10 +146,10 @@ fn e2e_serve_ready_sigterm_clean_marker_and_restart() {
 
     // Restart: the record is still there, and the marker was consumed.
     let b = spawn(&data);
-    assert!(b.ready.contains("listener=PLAINTEXT"));
+    assert!(b.ready_line().contains("listener=PLAINTEXT"));
     let _ = first_port;
     assert!(!data.join(".kafka_cleanshutdown").exists());
-    let mut s = connect(b.port);
+    let mut s = connect(b.port());
     let req = ListOffsetsRequest {
         replica_id: -1,
         topics: vec![ListOffsetsTopic {
@@ -239,7 +191,7 @@ fn e2e_sigint_exits_0_with_the_clean_shutdown_marker() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let b = spawn(&data);
-    let status = signal_and_wait(b.child, "-INT");
+    let status = signal_and_wait(b, "INT");
     assert_eq!(status.code(), Some(0), "exit status {status:?}");
     assert!(data.join(".kafka_cleanshutdown").exists());
 }
@@ -247,27 +199,20 @@ fn e2e_sigint_exits_0_with_the_clean_shutdown_marker() {
 #[test]
 fn e2e_log_format_json_writes_json_log_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .args(["serve", "--log-format", "json", "--override"])
-        .arg("listeners=PLAINTEXT://127.0.0.1:0")
-        .arg("--override")
-        .arg(format!("log.dirs={}", dir.path().join("data").display()))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ready = common::stdout_lines(&mut child)
-        .recv_timeout(DEADLINE)
-        .expect("a ready line");
+    let mut b = builder(&[&dir.path().join("data")])
+        .serve_args(&["--log-format", "json"])
+        .rust_log("info")
+        .start();
+    let ready = b.ready_line().to_owned();
     assert!(
         ready.starts_with("skiff ready listener=PLAINTEXT"),
         "{ready}"
     );
-    let stderr = drain_stderr(&mut child);
-    let status = signal_and_wait(child, "-TERM");
+    b.signal("TERM");
+    let status = b.wait_exit(DEADLINE);
     assert!(status.success(), "{status:?}");
-    let stderr = stderr.join().unwrap();
+    // The broker's stderr, as the harness keeps it.
+    let stderr = b.logs();
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(!lines.is_empty(), "no log lines on stderr");
     for line in &lines {
@@ -290,22 +235,9 @@ fn e2e_log_format_json_writes_json_log_lines() {
 fn e2e_every_log_dir_is_formatted_and_another_clusters_dir_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (d1, d2) = (dir.path().join("d1"), dir.path().join("d2"));
-    let serve = || {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skiff"));
-        cmd.args(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0"])
-            .arg("--override")
-            .arg(format!("log.dirs={},{}", d1.display(), d2.display()))
-            .env("RUST_LOG", "warn");
-        cmd
-    };
-    let mut child = serve()
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let ready = common::stdout_lines(&mut child).recv_timeout(DEADLINE);
-    assert!(ready.is_ok(), "no ready line with two log dirs");
-    assert!(signal_and_wait(child, "-TERM").success());
+    let serve = || builder(&[&d1, &d2]);
+    let b = serve().start();
+    assert!(signal_and_wait(b, "TERM").success());
     let cluster = cluster_id_of(&d1);
     assert!(!cluster.is_empty());
     assert_eq!(
@@ -322,15 +254,9 @@ fn e2e_every_log_dir_is_formatted_and_another_clusters_dir_is_refused() {
             "cluster.id=SomeOtherClusterId",
         );
     std::fs::write(d2.join("meta.properties"), &other).unwrap();
-    let mut child = serve()
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = drain_stderr(&mut child);
-    let status = wait_for_exit(&mut child, "start with a foreign log dir");
-    let err = err.join().unwrap();
-    assert_eq!(status.code(), Some(2), "{err}");
+    let refused = serve().run_refused();
+    let (status, err) = (refused.code, refused.stderr);
+    assert_eq!(status, Some(2), "{err}");
     assert!(
         err.contains("belongs to another cluster")
             && err.contains("SomeOtherClusterId")

@@ -7,125 +7,44 @@
 //! after kill -9 recovery finds it at load.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use std::net::TcpStream;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
-use skiff_protocol::*;
+use skiff_testkit::client::{DEADLINE, records_of};
+use skiff_testkit::{Broker, Conn};
 
-const DEADLINE: Duration = Duration::from_secs(30);
 const TOPIC: &str = "corrupt";
 const BATCHES: usize = 500;
 const PER_BATCH: usize = 10;
 const CORRUPT_MESSAGE: i16 = 2;
 
-struct Broker {
-    child: Child,
-    port: u16,
-    admin: u16,
-}
-
-fn port_of(line: &str) -> u16 {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("bind="))
-        .and_then(|b| b.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"))
-}
-
 fn spawn(data: &Path) -> Broker {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .arg("serve")
-        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
-        .args(["--override", "skiff.admin.listener=127.0.0.1:0"])
-        .args(["--override", "skiff.log.scrub.backoff.ms=50"])
+    Broker::builder()
+        .binary(env!("CARGO_BIN_EXE_skiff"))
+        .log_dirs(&[data])
+        .admin(true)
+        .set("skiff.log.scrub.backoff.ms", "50")
         // The recovery point stays at 0 (written once, at the first start), so that recovery
         // after kill -9 re-validates every segment deterministically.
-        .args([
-            "--override",
-            "log.flush.offset.checkpoint.interval.ms=3600000",
-        ])
-        .args([
-            "--override",
-            "replica.high.watermark.checkpoint.interval.ms=3600000",
-        ])
-        .args([
-            "--override",
-            "log.flush.start.offset.checkpoint.interval.ms=3600000",
-        ])
-        .arg("--override")
-        .arg(format!("log.dirs={}", data.display()))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines = common::stdout_lines(&mut child);
-    let port = port_of(&lines.recv_timeout(DEADLINE).expect("a ready line"));
-    let admin = port_of(&lines.recv_timeout(DEADLINE).expect("the admin ready line"));
-    Broker { child, port, admin }
-}
-
-fn wait_exit(b: &mut Broker) -> std::process::ExitStatus {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(status) = b.child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "broker did not exit within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .set("log.flush.offset.checkpoint.interval.ms", "3600000")
+        .set("replica.high.watermark.checkpoint.interval.ms", "3600000")
+        .set("log.flush.start.offset.checkpoint.interval.ms", "3600000")
+        .rust_log("warn")
+        .start()
 }
 
 fn stop(mut b: Broker, clean: bool) {
     if clean {
-        let sent = Command::new("kill")
-            .arg("-TERM")
-            .arg(b.child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        assert!(wait_exit(&mut b).success());
+        assert!(b.sigterm().success());
     } else {
-        b.child.kill().unwrap();
-        assert!(!wait_exit(&mut b).success());
+        assert!(!b.kill9().success());
     }
 }
 
-fn connect(port: u16) -> BlockingClient<TcpStream> {
-    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(DEADLINE)).unwrap();
-    BlockingClient::new(stream, "e2e-corruption")
-}
-
-fn create_topic(c: &mut BlockingClient<TcpStream>) {
-    let req = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: TOPIC.into(),
-            num_partitions: 1,
-            replication_factor: 1,
-            configs: vec![CreatableTopicConfig {
-                name: "segment.bytes".into(),
-                value: Some("1048576".into()),
-            }],
-            ..CreatableTopic::default()
-        }],
-        timeout_ms: 10_000,
-        ..CreateTopicsRequest::default()
-    };
-    let ResponseBody::CreateTopics(r) = c.call(7, req).unwrap() else {
-        panic!()
-    };
-    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
-}
-
-fn produce(c: &mut BlockingClient<TcpStream>, n: usize) {
+fn produce(c: &mut Conn, n: usize) {
     let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
     for i in 0..PER_BATCH {
         b.append(
@@ -135,23 +54,8 @@ fn produce(c: &mut BlockingClient<TcpStream>, n: usize) {
             &[],
         );
     }
-    let req = ProduceRequest {
-        acks: -1,
-        timeout_ms: 10_000,
-        topic_data: vec![TopicProduceData {
-            name: TOPIC.into(),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(Records::Bytes(Bytes::from(b.build().unwrap()))),
-            }],
-        }],
-        ..ProduceRequest::default()
-    };
-    let ResponseBody::Produce(r) = c.call(11, req).unwrap() else {
-        panic!()
-    };
-    let p = &r.responses[0].partition_responses[0];
-    assert_eq!((p.error_code, p.base_offset), (0, (n * PER_BATCH) as i64));
+    let (code, base) = c.produce(TOPIC, 0, Bytes::from(b.build().unwrap()));
+    assert_eq!((code, base), (0, (n * PER_BATCH) as i64));
 }
 
 /// Records served as (offset, key) and offsets answered with an error (with its code).
@@ -161,44 +65,19 @@ type Consumed = (Vec<(i64, String)>, Vec<(i64, i16)>);
 /// an error (with its code). After an error the consumer seeks to the next offset, as an
 /// application handling CORRUPT_MESSAGE would.
 fn consume(port: u16) -> Consumed {
-    let mut c = connect(port);
+    let mut c = Conn::open(port);
     let mut out = Vec::new();
     let mut errors = Vec::new();
     let mut offset = 0i64;
     let end = (BATCHES * PER_BATCH) as i64;
     while offset < end {
-        let req = FetchRequest {
-            max_wait_ms: 0,
-            min_bytes: 0,
-            max_bytes: 1 << 20,
-            session_epoch: -1,
-            topics: vec![FetchTopic {
-                topic: TOPIC.into(),
-                partitions: vec![FetchPartition {
-                    partition: 0,
-                    fetch_offset: offset,
-                    partition_max_bytes: 1 << 20,
-                    ..FetchPartition::default()
-                }],
-                ..FetchTopic::default()
-            }],
-            ..FetchRequest::default()
-        };
-        let ResponseBody::Fetch(r) = c.call(12, req).unwrap() else {
-            panic!()
-        };
-        let p = &r.responses[0].partitions[0];
+        let p = &c.fetch(TOPIC, 0, offset, 1 << 20);
         if p.error_code != 0 {
             errors.push((offset, p.error_code));
             offset += 1;
             continue;
         }
-        let bytes = p
-            .records
-            .as_ref()
-            .and_then(|r| r.as_bytes())
-            .cloned()
-            .unwrap_or_default();
+        let bytes = records_of(p);
         let before = out.len();
         for b in skiff_record::batches(&bytes) {
             let Ok((_, view)) = b else { break };
@@ -265,8 +144,8 @@ fn scenario(clean: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let b = spawn(&data);
-    let mut c = connect(b.port);
-    create_topic(&mut c);
+    let mut c = Conn::open(b.port());
+    c.create_topic(TOPIC, 1, &[("segment.bytes", "1048576")]);
     for n in 0..BATCHES {
         produce(&mut c, n);
     }
@@ -278,7 +157,7 @@ fn scenario(clean: bool) {
     // The damage is quarantined: by the scrubber after a clean stop, by recovery after kill -9.
     let deadline = Instant::now() + DEADLINE;
     let q = loop {
-        let v = integrity(b.admin);
+        let v = integrity(b.admin_port().unwrap());
         if v["quarantined_ranges"] == 1 {
             break v;
         }
@@ -297,7 +176,7 @@ fn scenario(clean: bool) {
         assert_eq!(q["scrub"]["corrupt_batches_found"], 1, "{q}");
     }
 
-    let (records, errors) = consume(b.port);
+    let (records, errors) = consume(b.port());
     let want_errors: Vec<(i64, i16)> = (start..end).map(|o| (o, CORRUPT_MESSAGE)).collect();
     assert_eq!(
         errors, want_errors,

@@ -16,20 +16,18 @@
 //! serves the other dir, and recovers the full one when space returns.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use skiff_protocol::*;
+use skiff_testkit::client::{DEADLINE, records_of};
+use skiff_testkit::{Broker, Conn};
 
-const DEADLINE: Duration = Duration::from_secs(30);
 const TOPIC: &str = "disk";
 const KAFKA_STORAGE_ERROR: i16 = 56;
 const LEADER_NOT_AVAILABLE: i16 = 5;
@@ -68,57 +66,17 @@ impl Drop for Tmpfs {
     }
 }
 
-struct Broker {
-    child: Child,
-    port: u16,
-    admin: u16,
-    _lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn port_of(line: &str) -> u16 {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("bind="))
-        .and_then(|b| b.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"))
-}
-
 fn spawn(dirs: &[&Path]) -> Broker {
-    let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .arg("serve")
-        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
-        .args(["--override", "skiff.admin.listener=127.0.0.1:0"])
-        .arg("--override")
-        .arg(format!("log.dirs={}", dirs.join(",")))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let lines = common::stdout_lines(&mut child);
-    let ready = lines
-        .recv_timeout(DEADLINE)
-        .unwrap_or_else(|_| panic!("no ready line; exit status {:?}", child.try_wait()));
-    let port = port_of(&ready);
-    let admin = port_of(&lines.recv_timeout(DEADLINE).expect("the admin ready line"));
-    Broker {
-        child,
-        port,
-        admin,
-        _lines: lines,
-    }
+    Broker::builder()
+        .binary(env!("CARGO_BIN_EXE_skiff"))
+        .log_dirs(dirs)
+        .admin(true)
+        .rust_log("warn")
+        .start()
 }
 
 fn assert_alive(b: &mut Broker, when: &str) {
-    if let Some(status) = b.child.try_wait().unwrap() {
+    if let Some(status) = b.try_wait() {
         panic!("the broker died {when}: {status:?} (signal {:?})", {
             use std::os::unix::process::ExitStatusExt;
             status.signal()
@@ -126,37 +84,19 @@ fn assert_alive(b: &mut Broker, when: &str) {
     }
 }
 
-fn wait_exit(b: &mut Broker) -> std::process::ExitStatus {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(status) = b.child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "broker did not exit within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn sigterm(mut b: Broker) {
-    let sent = Command::new("kill")
-        .arg("-TERM")
-        .arg(b.child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let status = wait_exit(&mut b);
+    let status = b.sigterm();
     assert!(status.success(), "SIGTERM exit: {status:?}");
 }
 
 fn kill9(mut b: Broker) {
-    b.child.kill().unwrap();
-    let status = wait_exit(&mut b);
+    let status = b.kill9();
     assert!(!status.success(), "killed, not exited: {status:?}");
 }
 
 /// `GET /readyz` on the admin port: (status code, body).
 fn readyz(b: &Broker) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", b.admin)).unwrap();
+    let mut s = TcpStream::connect(("127.0.0.1", b.admin_port().unwrap())).unwrap();
     s.set_read_timeout(Some(DEADLINE)).unwrap();
     s.write_all(b"GET /readyz HTTP/1.0\r\nHost: x\r\n\r\n")
         .unwrap();
@@ -171,63 +111,18 @@ fn readyz(b: &Broker) -> (u16, String) {
     (code, body)
 }
 
-struct Conn {
-    client: BlockingClient<TcpStream>,
+/// This test's calls on a [`Conn`].
+trait Disk {
+    fn produce_n(&mut self, partition: i32, n: usize) -> (i16, i64);
+    fn metadata(&mut self) -> Vec<(i16, i32, Vec<i32>)>;
+    fn fetch_at(&mut self, partition: i32, offset: i64) -> (i16, i64, Vec<(i64, usize, usize)>);
+    fn read_all(&mut self, partition: i32) -> BTreeMap<i64, (usize, usize)>;
 }
 
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        Conn {
-            client: BlockingClient::new(stream, "e2e-disk-full"),
-        }
-    }
-
-    fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        self.client.call(version, body).unwrap()
-    }
-
-    fn create_topic(&mut self) {
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: TOPIC.into(),
-                num_partitions: 2,
-                replication_factor: 1,
-                configs: vec![CreatableTopicConfig {
-                    name: "segment.bytes".into(),
-                    value: Some("1048576".into()),
-                }],
-                ..CreatableTopic::default()
-            }],
-            timeout_ms: 10_000,
-            ..CreateTopicsRequest::default()
-        };
-        let ResponseBody::CreateTopics(r) = self.call(7, req) else {
-            panic!()
-        };
-        assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
-    }
-
+impl Disk for Conn {
     /// Produces batch `n` to `partition`: (error, base offset).
-    fn produce(&mut self, partition: i32, n: usize) -> (i16, i64) {
-        let req = ProduceRequest {
-            acks: -1,
-            timeout_ms: 10_000,
-            topic_data: vec![TopicProduceData {
-                name: TOPIC.into(),
-                partition_data: vec![PartitionProduceData {
-                    index: partition,
-                    records: Some(Records::Bytes(batch(n))),
-                }],
-            }],
-            ..ProduceRequest::default()
-        };
-        let ResponseBody::Produce(r) = self.call(11, req) else {
-            panic!()
-        };
-        let p = &r.responses[0].partition_responses[0];
-        (p.error_code, p.base_offset)
+    fn produce_n(&mut self, partition: i32, n: usize) -> (i16, i64) {
+        self.produce(TOPIC, partition, batch(n))
     }
 
     /// Metadata of the topic: per partition (error, leader, offline replicas), with the
@@ -264,34 +159,9 @@ impl Conn {
     }
 
     /// One fetch from `offset`: (error, high watermark, records as (offset, batch number, index)).
-    fn fetch(&mut self, partition: i32, offset: i64) -> (i16, i64, Vec<(i64, usize, usize)>) {
-        let req = FetchRequest {
-            max_wait_ms: 0,
-            min_bytes: 0,
-            max_bytes: 8 << 20,
-            session_epoch: -1,
-            topics: vec![FetchTopic {
-                topic: TOPIC.into(),
-                partitions: vec![FetchPartition {
-                    partition,
-                    fetch_offset: offset,
-                    partition_max_bytes: 8 << 20,
-                    ..FetchPartition::default()
-                }],
-                ..FetchTopic::default()
-            }],
-            ..FetchRequest::default()
-        };
-        let ResponseBody::Fetch(r) = self.call(12, req) else {
-            panic!()
-        };
-        let p = &r.responses[0].partitions[0];
-        let bytes = p
-            .records
-            .as_ref()
-            .and_then(|r| r.as_bytes())
-            .cloned()
-            .unwrap_or_default();
+    fn fetch_at(&mut self, partition: i32, offset: i64) -> (i16, i64, Vec<(i64, usize, usize)>) {
+        let p = &self.fetch(TOPIC, partition, offset, 8 << 20);
+        let bytes = records_of(p);
         let mut out = Vec::new();
         for b in skiff_record::batches(&bytes) {
             let (_, view) = b.unwrap();
@@ -312,7 +182,7 @@ impl Conn {
         let mut out = BTreeMap::new();
         let mut offset = 0;
         loop {
-            let (err, hw, recs) = self.fetch(partition, offset);
+            let (err, hw, recs) = self.fetch_at(partition, offset);
             assert_eq!(err, 0, "fetch of partition {partition} at {offset}");
             if recs.is_empty() {
                 return out;
@@ -385,7 +255,7 @@ impl Run {
         for _ in 0..400 {
             let n = self.next_batch;
             self.next_batch += 1;
-            match c.produce(self.full, n) {
+            match c.produce_n(self.full, n) {
                 (0, base) => {
                     self.acked.insert(n, base);
                 }
@@ -404,8 +274,12 @@ impl Run {
         while Instant::now() < soak {
             let n = self.next_batch;
             self.next_batch += 1;
-            assert_eq!(c.produce(self.full, n).0, KAFKA_STORAGE_ERROR, "still full");
-            let (err, _, _) = c.fetch(self.full, 0);
+            assert_eq!(
+                c.produce_n(self.full, n).0,
+                KAFKA_STORAGE_ERROR,
+                "still full"
+            );
+            let (err, _, _) = c.fetch_at(self.full, 0);
             assert_eq!(err, KAFKA_STORAGE_ERROR, "fetch of the offline partition");
             self.check_other_serves(c);
             assert_alive(b, "during the soak after the disk filled");
@@ -418,7 +292,7 @@ impl Run {
     fn produce_while_full(&mut self, c: &mut Conn) {
         let n = self.next_batch;
         self.next_batch += 1;
-        match c.produce(self.full, n) {
+        match c.produce_n(self.full, n) {
             (0, base) => {
                 self.acked.insert(n, base);
             }
@@ -428,9 +302,9 @@ impl Run {
 
     /// The other dir's partition produces and fetches; Metadata answers.
     fn check_other_serves(&self, c: &mut Conn) {
-        let (err, base) = c.produce(self.other, 1_000_000);
+        let (err, base) = c.produce_n(self.other, 1_000_000);
         assert_eq!(err, 0, "produce to the partition on the healthy dir");
-        let (err, _, recs) = c.fetch(self.other, base);
+        let (err, _, recs) = c.fetch_at(self.other, base);
         assert_eq!(err, 0);
         assert_eq!(recs.first().map(|r| r.1), Some(1_000_000));
         let md = c.metadata();
@@ -449,7 +323,7 @@ impl Run {
         loop {
             let n = self.next_batch;
             self.next_batch += 1;
-            match c.produce(self.full, n) {
+            match c.produce_n(self.full, n) {
                 (0, base) => {
                     self.acked.insert(n, base);
                     break;
@@ -501,8 +375,8 @@ fn e2e_full_log_dir_goes_offline_serves_the_rest_and_comes_back() {
     let data0 = root.path().join("data0");
     let data1 = tmpfs.path.join("data1");
     let mut b = spawn(&[&data0, &data1]);
-    let mut c = Conn::open(b.port);
-    c.create_topic();
+    let mut c = Conn::open(b.port());
+    c.create_topic(TOPIC, 2, &[("segment.bytes", "1048576")]);
     let on_tmpfs = |p: i32| data1.join(format!("{TOPIC}-{p}")).exists();
     let full = (0..2)
         .find(|p| on_tmpfs(*p))
@@ -541,14 +415,14 @@ fn e2e_full_log_dir_goes_offline_serves_the_rest_and_comes_back() {
     drop(c);
     kill9(b);
     let mut b = spawn(&[&data0, &data1]);
-    let mut c = Conn::open(b.port);
+    let mut c = Conn::open(b.port());
     run.produce_while_full(&mut c);
     run.check_other_serves(&mut c);
     assert_alive(&mut b, "after an unclean restart on a full disk");
     drop(c);
     sigterm(b);
     let mut b = spawn(&[&data0, &data1]);
-    let mut c = Conn::open(b.port);
+    let mut c = Conn::open(b.port());
     run.produce_while_full(&mut c);
     run.check_other_serves(&mut c);
     run.free_and_wait_back(&mut b, &mut c);

@@ -11,154 +11,51 @@
 //! from the snapshot written at close.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use skiff_protocol::*;
+use skiff_testkit::{Broker, Conn};
 
-const DEADLINE: Duration = Duration::from_secs(30);
 const TOPIC: &str = "idem";
 /// Records per batch and the size of each value: ~100 KiB batches, rolls at 1 MiB.
 const PER_BATCH: usize = 4;
 const VALUE_LEN: usize = 25_000;
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 
-struct Broker {
-    child: Child,
-    port: u16,
-}
-
 fn spawn(data: &Path) -> Broker {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .arg("serve")
-        .arg("--override")
-        .arg("listeners=PLAINTEXT://127.0.0.1:0")
-        .arg("--override")
-        .arg(format!("log.dirs={}", data.display()))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = common::stdout_lines(&mut child);
-    let ready = rx.recv_timeout(DEADLINE).expect("a ready line");
-    let port = ready
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("bind="))
-        .and_then(|b| b.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected ready line {ready:?}"));
-    Broker { child, port }
-}
-
-fn wait_exit(b: &mut Broker) -> std::process::ExitStatus {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(status) = b.child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "broker did not exit within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    Broker::builder()
+        .binary(env!("CARGO_BIN_EXE_skiff"))
+        .log_dirs(&[data])
+        .rust_log("warn")
+        .start()
 }
 
 fn sigterm(mut b: Broker) {
-    let sent = Command::new("kill")
-        .arg("-TERM")
-        .arg(b.child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    assert!(wait_exit(&mut b).success());
+    assert!(b.sigterm().success());
 }
 
 fn kill9(mut b: Broker) {
-    b.child.kill().unwrap();
-    let status = wait_exit(&mut b);
+    let status = b.kill9();
     assert!(!status.success(), "killed, not exited: {status:?}");
 }
 
-/// A raw protocol connection.
-struct Conn {
-    client: BlockingClient<TcpStream>,
+/// This test's calls on a [`Conn`].
+trait Idem {
+    fn produce_nth(&mut self, pid: i64, n: usize) -> (i16, i64);
+    fn produce_at(&mut self, pid: i64, n: usize, seq: i32) -> (i16, i64);
+    fn read_all(&mut self) -> Vec<(i64, usize, usize)>;
+    fn describe_producer(&mut self) -> Vec<(i64, i32, i32)>;
 }
 
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        Conn {
-            client: BlockingClient::new(stream, "e2e-idempotence"),
-        }
-    }
-
-    fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        self.client.call(version, body).unwrap()
-    }
-
-    fn create_topic(&mut self) {
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: TOPIC.into(),
-                num_partitions: 1,
-                replication_factor: 1,
-                configs: vec![CreatableTopicConfig {
-                    name: "segment.bytes".into(),
-                    value: Some("1048576".into()),
-                }],
-                ..CreatableTopic::default()
-            }],
-            timeout_ms: 10_000,
-            ..CreateTopicsRequest::default()
-        };
-        let ResponseBody::CreateTopics(r) = self.call(7, req) else {
-            panic!()
-        };
-        assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
-    }
-
-    fn init_producer_id(&mut self) -> i64 {
-        let req = InitProducerIdRequest {
-            transactional_id: None,
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-        };
-        let ResponseBody::InitProducerId(r) = self.call(4, req) else {
-            panic!()
-        };
-        assert_eq!((r.error_code, r.producer_epoch), (0, 0));
-        r.producer_id
-    }
-
+impl Idem for Conn {
     /// Produces batch number `n` of producer `pid` (sequence `n * PER_BATCH`): (error, base).
-    fn produce(&mut self, pid: i64, n: usize) -> (i16, i64) {
+    fn produce_nth(&mut self, pid: i64, n: usize) -> (i16, i64) {
         self.produce_at(pid, n, (n * PER_BATCH) as i32)
     }
 
     fn produce_at(&mut self, pid: i64, n: usize, seq: i32) -> (i16, i64) {
-        let req = ProduceRequest {
-            acks: -1,
-            timeout_ms: 10_000,
-            topic_data: vec![TopicProduceData {
-                name: TOPIC.into(),
-                partition_data: vec![PartitionProduceData {
-                    index: 0,
-                    records: Some(Records::Bytes(batch(pid, seq, n))),
-                }],
-            }],
-            ..ProduceRequest::default()
-        };
-        let ResponseBody::Produce(r) = self.call(11, req) else {
-            panic!()
-        };
-        let p = &r.responses[0].partition_responses[0];
-        (p.error_code, p.base_offset)
+        Conn::produce(self, TOPIC, 0, batch(pid, seq, n))
     }
 
     /// Every record of the partition as (offset, batch number, index in batch).
@@ -166,27 +63,7 @@ impl Conn {
         let mut out = Vec::new();
         let mut offset = 0i64;
         loop {
-            let req = FetchRequest {
-                max_wait_ms: 0,
-                min_bytes: 0,
-                max_bytes: 8 << 20,
-                session_epoch: -1,
-                topics: vec![FetchTopic {
-                    topic: TOPIC.into(),
-                    partitions: vec![FetchPartition {
-                        partition: 0,
-                        fetch_offset: offset,
-                        partition_max_bytes: 8 << 20,
-                        ..FetchPartition::default()
-                    }],
-                    ..FetchTopic::default()
-                }],
-                ..FetchRequest::default()
-            };
-            let ResponseBody::Fetch(r) = self.call(12, req) else {
-                panic!()
-            };
-            let p = &r.responses[0].partitions[0];
+            let p = &self.fetch(TOPIC, 0, offset, 8 << 20);
             assert_eq!(p.error_code, 0);
             let bytes = p
                 .records
@@ -275,12 +152,12 @@ fn partition_dir(data: &Path) -> PathBuf {
 /// Writes `batches` batches; returns the producer id and each batch's base offset.
 fn write_before_restart(data: &Path, batches: usize) -> (Broker, i64, Vec<i64>) {
     let b = spawn(data);
-    let mut c = Conn::open(b.port);
-    c.create_topic();
+    let mut c = Conn::open(b.port());
+    c.create_topic(TOPIC, 1, &[("segment.bytes", "1048576")]);
     let pid = c.init_producer_id();
     let mut bases = Vec::new();
     for n in 0..batches {
-        let (code, base) = c.produce(pid, n);
+        let (code, base) = c.produce_nth(pid, n);
         assert_eq!(code, 0, "batch {n}");
         assert_eq!(base, (n * PER_BATCH) as i64);
         bases.push(base);
@@ -293,7 +170,7 @@ fn write_before_restart(data: &Path, batches: usize) -> (Broker, i64, Vec<i64>) 
 /// exactly once.
 fn check_after_restart(data: &Path, pid: i64, bases: &[i64], also_replayed: &[usize]) {
     let b = spawn(data);
-    let mut c = Conn::open(b.port);
+    let mut c = Conn::open(b.port());
     let batches = bases.len();
     let last_seq = (batches * PER_BATCH - 1) as i32;
     assert_eq!(c.describe_producer(), vec![(pid, 0, last_seq)]);
@@ -302,15 +179,15 @@ fn check_after_restart(data: &Path, pid: i64, bases: &[i64], also_replayed: &[us
     replays.extend_from_slice(also_replayed);
     replays.push(batches - 1);
     for n in replays {
-        assert_eq!(c.produce(pid, n), (0, bases[n]), "replay of batch {n}");
+        assert_eq!(c.produce_nth(pid, n), (0, bases[n]), "replay of batch {n}");
     }
     // The state is known: skipping a batch is a gap.
     let (code, _) = c.produce_at(pid, batches, (batches * PER_BATCH + 1) as i32);
     assert_eq!(code, OUT_OF_ORDER_SEQUENCE_NUMBER);
     // The next batch is accepted at the next offset, then deduplicated in turn.
     let next = (batches * PER_BATCH) as i64;
-    assert_eq!(c.produce(pid, batches), (0, next));
-    assert_eq!(c.produce(pid, batches), (0, next));
+    assert_eq!(c.produce_nth(pid, batches), (0, next));
+    assert_eq!(c.produce_nth(pid, batches), (0, next));
     let got = c.read_all();
     let want: Vec<(i64, usize, usize)> = (0..=batches)
         .flat_map(|n| (0..PER_BATCH).map(move |i| ((n * PER_BATCH + i) as i64, n, i)))

@@ -11,153 +11,51 @@
 //!   batch is accepted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use std::io::Read;
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use skiff_protocol::*;
+use skiff_testkit::{Broker, BrokerBuilder, Conn};
 
-const DEADLINE: Duration = Duration::from_secs(30);
 const TOPIC: &str = "safe";
 
-struct Broker {
-    child: Child,
-    port: u16,
-}
-
-fn serve(dirs: &[&Path], extra: &[&str]) -> Command {
-    let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skiff"));
-    cmd.args(["serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0"])
-        .arg("--override")
-        .arg(format!("log.dirs={}", dirs.join(",")))
-        .env("RUST_LOG", "warn");
+/// A broker on `dirs` with extra `KEY=VALUE` overrides.
+fn serve(dirs: &[&Path], extra: &[&str]) -> BrokerBuilder {
+    let mut b = Broker::builder()
+        .binary(env!("CARGO_BIN_EXE_skiff"))
+        .log_dirs(dirs)
+        .rust_log("warn");
     for e in extra {
-        cmd.args(["--override", e]);
+        let (k, v) = e.split_once('=').unwrap();
+        b = b.set(k, v);
     }
-    cmd
+    b
 }
 
 fn spawn(dirs: &[&Path]) -> Broker {
-    let mut child = serve(dirs, &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let ready = common::stdout_lines(&mut child)
-        .recv_timeout(DEADLINE)
-        .expect("a ready line");
-    let port = ready
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("bind="))
-        .and_then(|b| b.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected ready line {ready:?}"));
-    Broker { child, port }
+    serve(dirs, &[]).start()
 }
 
 /// Runs a broker that must refuse to start: its exit code (`None` if it was still running
 /// after the deadline, then killed) and its stderr.
-fn run_refused(cmd: &mut Command) -> (Option<i32>, String) {
-    let mut child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = pipe.read_to_string(&mut out);
-        out
-    });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (code, reader.join().unwrap())
+fn run_refused(b: &mut BrokerBuilder) -> (Option<i32>, String) {
+    let r = b.run_refused();
+    (r.code, r.stderr)
 }
 
 fn sigterm(mut b: Broker) {
-    let sent = Command::new("kill")
-        .arg("-TERM")
-        .arg(b.child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(status) = b.child.try_wait().unwrap() {
-            assert!(status.success(), "{status:?}");
-            return;
-        }
-        assert!(Instant::now() < deadline, "broker did not exit within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status = b.sigterm();
+    assert!(status.success(), "{status:?}");
 }
 
-struct Conn {
-    client: BlockingClient<TcpStream>,
+/// This test's calls on a [`Conn`].
+trait Safe {
+    fn produce_one(&mut self, pid: i64, seq: i32, value: &str) -> (i16, i64);
+    fn values(&mut self) -> Vec<String>;
 }
 
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        Conn {
-            client: BlockingClient::new(stream, "e2e-startup"),
-        }
-    }
-
-    fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        self.client.call(version, body).unwrap()
-    }
-
-    fn create_topic(&mut self) {
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: TOPIC.into(),
-                num_partitions: 1,
-                replication_factor: 1,
-                ..CreatableTopic::default()
-            }],
-            timeout_ms: 10_000,
-            ..CreateTopicsRequest::default()
-        };
-        let ResponseBody::CreateTopics(r) = self.call(7, req) else {
-            panic!()
-        };
-        assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
-    }
-
-    fn init_producer_id(&mut self) -> i64 {
-        let req = InitProducerIdRequest {
-            transactional_id: None,
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-        };
-        let ResponseBody::InitProducerId(r) = self.call(4, req) else {
-            panic!()
-        };
-        assert_eq!((r.error_code, r.producer_epoch), (0, 0));
-        r.producer_id
-    }
-
+impl Safe for Conn {
     /// Produces one record `value` (idempotent when `pid >= 0`): (error code, base offset).
-    fn produce(&mut self, pid: i64, seq: i32, value: &str) -> (i16, i64) {
+    fn produce_one(&mut self, pid: i64, seq: i32, value: &str) -> (i16, i64) {
         let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions {
             producer_id: pid,
             producer_epoch: if pid >= 0 { 0 } else { -1 },
@@ -169,48 +67,12 @@ impl Conn {
             .unwrap()
             .as_millis() as i64;
         b.append(now, None, Some(value.as_bytes()), &[]);
-        let req = ProduceRequest {
-            acks: -1,
-            timeout_ms: 10_000,
-            topic_data: vec![TopicProduceData {
-                name: TOPIC.into(),
-                partition_data: vec![PartitionProduceData {
-                    index: 0,
-                    records: Some(Records::Bytes(Bytes::from(b.build().unwrap()))),
-                }],
-            }],
-            ..ProduceRequest::default()
-        };
-        let ResponseBody::Produce(r) = self.call(11, req) else {
-            panic!()
-        };
-        let p = &r.responses[0].partition_responses[0];
-        (p.error_code, p.base_offset)
+        Conn::produce(self, TOPIC, 0, Bytes::from(b.build().unwrap()))
     }
 
     /// Every record value of the partition, in offset order.
     fn values(&mut self) -> Vec<String> {
-        let req = FetchRequest {
-            max_wait_ms: 0,
-            min_bytes: 0,
-            max_bytes: 1 << 20,
-            session_epoch: -1,
-            topics: vec![FetchTopic {
-                topic: TOPIC.into(),
-                partitions: vec![FetchPartition {
-                    partition: 0,
-                    fetch_offset: 0,
-                    partition_max_bytes: 1 << 20,
-                    ..FetchPartition::default()
-                }],
-                ..FetchTopic::default()
-            }],
-            ..FetchRequest::default()
-        };
-        let ResponseBody::Fetch(r) = self.call(12, req) else {
-            panic!()
-        };
-        let p = &r.responses[0].partitions[0];
+        let p = &self.fetch(TOPIC, 0, 0, 1 << 20);
         assert_eq!(p.error_code, 0);
         let bytes = p
             .records
@@ -237,21 +99,17 @@ fn e2e_second_broker_on_the_same_log_dir_exits_2_and_the_first_is_untouched() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let first = spawn(&[&data]);
-    let mut c = Conn::open(first.port);
-    c.create_topic();
-    assert_eq!(c.produce(-1, 0, "before").0, 0);
+    let mut c = Conn::open(first.port());
+    c.create_topic(TOPIC, 1, &[]);
+    assert_eq!(c.produce_one(-1, 0, "before").0, 0);
     let meta = std::fs::read(data.join("meta.properties")).unwrap();
 
     let (code, err) = run_refused(&mut serve(&[&data], &[]));
     assert_eq!(code, Some(2), "the second broker must refuse: {err}");
     let lock = std::fs::read_to_string(data.join(".lock")).unwrap();
-    assert_eq!(
-        lock.trim(),
-        first.child.id().to_string(),
-        "the holder's pid"
-    );
+    assert_eq!(lock.trim(), first.pid().to_string(), "the holder's pid");
     assert!(err.contains(&data.display().to_string()), "{err}");
-    assert!(err.contains(&format!("pid {}", first.child.id())), "{err}");
+    assert!(err.contains(&format!("pid {}", first.pid())), "{err}");
     assert!(
         !data.join(".kafka_cleanshutdown").exists(),
         "no clean-shutdown marker written"
@@ -259,14 +117,14 @@ fn e2e_second_broker_on_the_same_log_dir_exits_2_and_the_first_is_untouched() {
     assert_eq!(std::fs::read(data.join("meta.properties")).unwrap(), meta);
 
     // The first broker still produces and fetches.
-    assert_eq!(c.produce(-1, 0, "after"), (0, 1));
+    assert_eq!(c.produce_one(-1, 0, "after"), (0, 1));
     assert_eq!(c.values(), ["before", "after"]);
     drop(c);
     sigterm(first);
     assert!(data.join(".kafka_cleanshutdown").exists());
     // Released at exit: the dir starts again.
     let again = spawn(&[&data]);
-    assert_eq!(Conn::open(again.port).values(), ["before", "after"]);
+    assert_eq!(Conn::open(again.port()).values(), ["before", "after"]);
     sigterm(again);
 }
 
@@ -280,7 +138,7 @@ fn e2e_only_the_second_log_dir_locked_exits_2() {
     let (code, err) = run_refused(&mut serve(&[&d1, &d2], &[]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(&d2.display().to_string()), "{err}");
-    assert!(err.contains(&format!("pid {}", holder.child.id())), "{err}");
+    assert!(err.contains(&format!("pid {}", holder.pid())), "{err}");
     assert!(!d1.join("meta.properties").exists(), "d1 untouched");
     assert!(!d1.join("__cluster_metadata-0").exists(), "d1 untouched");
     sigterm(holder);
@@ -328,9 +186,9 @@ fn e2e_data_without_meta_properties_exits_2() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let b = spawn(&[&data]);
-    let mut c = Conn::open(b.port);
-    c.create_topic();
-    assert_eq!(c.produce(-1, 0, "kept").0, 0);
+    let mut c = Conn::open(b.port());
+    c.create_topic(TOPIC, 1, &[]);
+    assert_eq!(c.produce_one(-1, 0, "kept").0, 0);
     drop(c);
     sigterm(b);
     let meta = std::fs::read(data.join("meta.properties")).unwrap();
@@ -357,7 +215,7 @@ fn e2e_data_without_meta_properties_exits_2() {
 
     std::fs::write(data.join("meta.properties"), &meta).unwrap();
     let b = spawn(&[&data]);
-    assert_eq!(Conn::open(b.port).values(), ["kept"]);
+    assert_eq!(Conn::open(b.port()).values(), ["kept"]);
     sigterm(b);
     assert_eq!(std::fs::read(data.join("meta.properties")).unwrap(), meta);
 }
@@ -391,12 +249,12 @@ fn e2e_producer_ids_are_not_reused_after_the_metadata_tail_is_lost() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let b = spawn(&[&data]);
-    let mut c = Conn::open(b.port);
-    c.create_topic();
+    let mut c = Conn::open(b.port());
+    c.create_topic(TOPIC, 1, &[]);
     let old = c.init_producer_id();
     for seq in 0..3 {
         assert_eq!(
-            c.produce(old, seq, &format!("old-{seq}")),
+            c.produce_one(old, seq, &format!("old-{seq}")),
             (0, i64::from(seq))
         );
     }
@@ -405,14 +263,14 @@ fn e2e_producer_ids_are_not_reused_after_the_metadata_tail_is_lost() {
     drop_last_metadata_batch(&data);
 
     let b = spawn(&[&data]);
-    let mut c = Conn::open(b.port);
+    let mut c = Conn::open(b.port());
     let new = c.init_producer_id();
     assert!(
         new > old,
         "producer id {new} reused (the old producer had {old})"
     );
     assert_eq!(
-        c.produce(new, 0, "new-0"),
+        c.produce_one(new, 0, "new-0"),
         (0, 3),
         "a new producer's first batch"
     );

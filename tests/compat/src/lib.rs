@@ -1,7 +1,8 @@
 //! Test harness for Skiff's client-compatibility tests (the integration tests under
 //! `tests/compat/tests/` are the real content of this crate).
 //!
-//! Mental model: every test starts its own `skiff` broker process ([`Broker`]) on a free
+//! Mental model: every test starts its own `skiff` broker process ([`Broker`], the workspace's
+//! process harness from `skiff-testkit`) on a free
 //! loopback port with a fresh temporary log directory, drives it with a *stock* client over TCP
 //! (kcat, Debian's or PyPI's confluent-kafka, kafka-python, kafkajs, or the `rdkafka` crate) and
 //! checks what the client saw. External clients run as child processes with a deadline

@@ -1,5 +1,6 @@
-//! Helpers of the admin e2e tests: an in-process server with a live (dynamic) configuration, as
-//! the binary runs, and one-call wrappers of DescribeConfigs / AlterConfigs /
+//! Helpers of the admin e2e tests: an in-process server (the workspace's in-process harness,
+//! `skiff_testkit::in_process::start_on`) with a live (dynamic) configuration, as the binary
+//! runs, and one-call wrappers of DescribeConfigs / AlterConfigs /
 //! IncrementalAlterConfigs.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use crate::common::Client;
 use skiff_config::{BrokerConfig, ConfigSources};
 use skiff_protocol::*;
-use skiff_server::{LiveConfig, Server, ServerSettings};
+use skiff_server::{LiveConfig, Server};
 use skiff_types::TopicPartition;
 
 pub const TOPIC: i8 = 2;
@@ -29,12 +30,7 @@ pub async fn start_live(dir: &Path, overrides: &[&str]) -> (Server, std::net::So
         ..ConfigSources::default()
     })
     .unwrap();
-    let settings = ServerSettings::with_log_dir(&data);
-    let server = Server::start(settings, Arc::new(LiveConfig::new(cfg)))
-        .await
-        .unwrap();
-    let addr = server.listeners()[0].local_addr;
-    (server, addr)
+    skiff_testkit::in_process::start_on(&data, |_| {}, Arc::new(LiveConfig::new(cfg))).await
 }
 
 pub async fn describe(

@@ -1,39 +1,17 @@
-//! Test support: an in-process server on an ephemeral port and a raw Kafka protocol client.
+//! Test support: the in-process server (re-exported from `skiff_testkit::in_process`, the
+//! workspace's one in-process harness) and a raw async Kafka protocol client with request
+//! builders; every read is bounded by [`DEADLINE`].
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
-use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use skiff_protocol::*;
 use skiff_record::{BatchBuilder, BatchOptions, Compression, batches, records};
-use skiff_server::{Server, ServerSettings, StorageTopicConfigs};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Every wait in these tests is bounded by this.
-pub const DEADLINE: Duration = Duration::from_secs(20);
-
-pub struct TestServer {
-    pub server: Server,
-    pub dir: tempfile::TempDir,
-    pub addr: std::net::SocketAddr,
-}
-
-pub async fn start() -> TestServer {
-    start_with(|_| {}).await
-}
-
-pub async fn start_with(f: impl FnOnce(&mut ServerSettings)) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = ServerSettings::with_log_dir(dir.path().join("data"));
-    f(&mut settings);
-    let server = Server::start(settings, Arc::new(StorageTopicConfigs::default()))
-        .await
-        .unwrap();
-    let addr = server.listeners()[0].local_addr;
-    TestServer { server, dir, addr }
-}
+// The in-process harness is the workspace's one (`skiff-testkit`).
+#[allow(unused_imports)]
+pub use skiff_testkit::in_process::{DEADLINE, TestServer, start, start_with};
 
 /// A raw client: encodes requests with the protocol crate, reads frames back.
 pub struct Client {

@@ -3,74 +3,30 @@
 //! by the protocol crate, or hand-made bytes), and hand-built v2 record batches whose CRC-32C
 //! is recomputed with `skiff_record` so that only the intended defect remains.
 //!
-//! Every read on a client is bounded by [`DEADLINE`]; a server is shut down when its
-//! [`Harness`] is dropped.
+//! The server is the workspace's in-process harness ([`Harness`], re-exported from
+//! `skiff_testkit::in_process`). Every read on a client is bounded by [`DEADLINE`]; a server
+//! is shut down when its [`Harness`] is dropped.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use skiff_protocol::*;
 use skiff_record::{BatchBuilder, BatchOptions, batches, recompute_crc, records};
-use skiff_server::{Broker, Server, ServerSettings, StorageTopicConfigs};
 
-/// Every blocking wait in these tests is bounded by this.
-pub const DEADLINE: Duration = Duration::from_secs(20);
+// The in-process harness is the workspace's one (`skiff-testkit`).
+#[allow(unused_imports)]
+pub use skiff_testkit::in_process::{DEADLINE, Harness, SERVER_THREAD};
 
-/// Name of every thread of a [`Harness`] runtime (the server's tasks run there).
-pub const SERVER_THREAD: &str = "server-under-test";
-
-/// A server running on its own two-worker runtime.
-pub struct Harness {
-    pub rt: tokio::runtime::Runtime,
-    pub server: Option<Server>,
-    pub addr: SocketAddr,
-    pub dir: tempfile::TempDir,
+/// Raw connections to a [`Harness`].
+pub trait Connect {
+    fn connect(&self) -> Raw;
 }
 
-impl Harness {
-    pub fn start(f: impl FnOnce(&mut ServerSettings)) -> Harness {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name(SERVER_THREAD)
-            .enable_all()
-            .build()
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let mut settings = ServerSettings::with_log_dir(dir.path().join("data"));
-        f(&mut settings);
-        let server = rt
-            .block_on(Server::start(
-                settings,
-                Arc::new(StorageTopicConfigs::default()),
-            ))
-            .unwrap();
-        let addr = server.listeners()[0].local_addr;
-        Harness {
-            rt,
-            server: Some(server),
-            addr,
-            dir,
-        }
-    }
-
-    pub fn broker(&self) -> &Arc<Broker> {
-        self.server.as_ref().unwrap().broker()
-    }
-
-    pub fn connect(&self) -> Raw {
+impl Connect for Harness {
+    fn connect(&self) -> Raw {
         Raw::connect(self.addr)
-    }
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            let _ = self.rt.block_on(s.shutdown());
-        }
     }
 }
 

@@ -1,0 +1,24 @@
+//! Skiff's test kit: the one way to start a broker in a test.
+//!
+//! Mental model: two harnesses and one client.
+//! - [`process`]: a `skiff serve` child process (the real binary, real signals, real restarts)
+//!   on a loopback port and a temp dir, learned from its ready line. Used by the binary's e2e
+//!   tests (`crates/skiff/tests`), the client-compatibility tests (`tests/compat`) and bench.
+//! - [`in_process`]: a [`skiff_server::Server`] started inside the test process on an
+//!   ephemeral port and a temp dir, for tests that want the broker's internals or a tokio
+//!   runtime of their own (`crates/server/tests`, bench).
+//! - [`client`]: a blocking Kafka connection ([`client::Conn`], over skiff-protocol's
+//!   `BlockingClient`) with the few calls every e2e test repeats: create a topic, produce a
+//!   batch, fetch, list offsets.
+//!
+//! Nothing here is process-global except the optional one-at-a-time lock of the process
+//! harness: each broker owns its ports, dirs and child, so a test may start several (the way
+//! to N nodes later). Everything panics with a precise message on failure: this is test code,
+//! and a panic is how a test reports.
+
+pub mod client;
+pub mod in_process;
+pub mod process;
+
+pub use client::Conn;
+pub use process::{Broker, BrokerBuilder, Refused};
