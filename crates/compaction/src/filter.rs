@@ -193,9 +193,9 @@ fn verbatim(
     Ok(out)
 }
 
-/// Header byte offsets (spec §0.2).
-const MAX_TIMESTAMP_AT: usize = 35;
-const RECORDS_COUNT_AT: usize = 57;
+/// Header byte offsets: the record crate's one layout (spec §0.2).
+const MAX_TIMESTAMP_AT: usize = skiff_record::layout::MAX_TIMESTAMP;
+const RECORDS_COUNT_AT: usize = skiff_record::layout::RECORDS_COUNT;
 
 #[cfg(test)]
 #[path = "filter_tests.rs"]

@@ -32,8 +32,8 @@ pub mod varint;
 mod walk;
 
 pub use batch::{
-    BatchIter, BatchView, TimestampType, batches, peek_batch_size, recompute_crc, set_base_offset,
-    set_max_timestamp, set_max_timestamp_split, set_partition_leader_epoch,
+    BatchIter, BatchView, TimestampType, batches, layout, peek_batch_size, recompute_crc,
+    set_base_offset, set_max_timestamp, set_max_timestamp_split, set_partition_leader_epoch,
 };
 pub use builder::{BatchBuilder, BatchOptions, recompress, reencode};
 pub use compression::{Compression, compress, decompress};

@@ -648,7 +648,7 @@ pub enum DeleteRecordsError {
 }
 
 /// Byte offset of the magic byte in a batch header.
-const MAGIC_AT: usize = 16;
+const MAGIC_AT: usize = skiff_record::layout::MAGIC;
 
 /// The header fields of one whole batch (framing checked by `BatchView::new`).
 fn header_of(batch: &[u8]) -> Result<BatchHeader> {

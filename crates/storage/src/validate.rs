@@ -256,7 +256,7 @@ pub fn validate_client_batch<'a>(
 
 /// Step 1: the field must be exactly one v2 batch.
 fn single_batch(field: &[u8]) -> Result<BatchView<'_>, ValidationError> {
-    const MAGIC_AT: usize = 16;
+    const MAGIC_AT: usize = skiff_record::layout::MAGIC;
     if field.is_empty() {
         return Err(ValidationError::invalid(
             "Produce requests must have at least one record batch per partition",

@@ -64,23 +64,7 @@ impl Conn {
         partitions: i32,
         configs: &[(&str, &str)],
     ) -> CreatableTopicResult {
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: name.into(),
-                num_partitions: partitions,
-                replication_factor: 1,
-                configs: configs
-                    .iter()
-                    .map(|(k, v)| CreatableTopicConfig {
-                        name: (*k).into(),
-                        value: Some((*v).into()),
-                    })
-                    .collect(),
-                ..CreatableTopic::default()
-            }],
-            timeout_ms: 10_000,
-            ..CreateTopicsRequest::default()
-        };
+        let req = create_topics_request(name, partitions, configs);
         let ResponseBody::CreateTopics(r) = self.call(7, req) else {
             panic!("not a CreateTopics response")
         };
@@ -205,4 +189,30 @@ pub fn records_of(p: &PartitionData) -> Bytes {
         .and_then(|r| r.as_bytes())
         .cloned()
         .unwrap_or_default()
+}
+
+/// A CreateTopics request (v7 shape) for one topic of `partitions` partitions, replication
+/// factor 1, with config overrides: the one builder every harness client uses.
+pub fn create_topics_request(
+    name: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> CreateTopicsRequest {
+    CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            configs: configs
+                .iter()
+                .map(|(k, v)| CreatableTopicConfig {
+                    name: (*k).into(),
+                    value: Some((*v).into()),
+                })
+                .collect(),
+            ..CreatableTopic::default()
+        }],
+        timeout_ms: 10_000,
+        ..CreateTopicsRequest::default()
+    }
 }

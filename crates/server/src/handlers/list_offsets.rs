@@ -19,9 +19,9 @@ use skiff_types::ErrorCode;
 
 use super::{Reply, RequestContext, check_leader_epoch};
 
-const LATEST: i64 = -1;
-const EARLIEST: i64 = -2;
-const MAX_TIMESTAMP: i64 = -3;
+use skiff_storage::read::{
+    EARLIEST_TIMESTAMP as EARLIEST, LATEST_TIMESTAMP as LATEST, MAX_TIMESTAMP,
+};
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 /// First version whose response carries a leader epoch.

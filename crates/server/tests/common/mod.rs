@@ -231,23 +231,7 @@ pub async fn create_topic_with(
     name: &str,
     configs: &[(&str, &str)],
 ) -> CreatableTopicResult {
-    let req = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: 1,
-            replication_factor: 1,
-            configs: configs
-                .iter()
-                .map(|(k, v)| CreatableTopicConfig {
-                    name: (*k).into(),
-                    value: Some((*v).into()),
-                })
-                .collect(),
-            ..CreatableTopic::default()
-        }],
-        timeout_ms: 10_000,
-        ..CreateTopicsRequest::default()
-    };
+    let req = skiff_testkit::client::create_topics_request(name, 1, configs);
     match c.call(7, req).await {
         ResponseBody::CreateTopics(r) => r.topics.into_iter().next().unwrap(),
         other => panic!("unexpected {other:?}"),

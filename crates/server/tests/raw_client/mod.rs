@@ -307,23 +307,7 @@ pub struct Fetched {
 
 /// Creates a topic with config overrides; panics unless it worked.
 pub fn create_topic(c: &mut Raw, name: &str, configs: &[(&str, &str)]) {
-    let req = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: 1,
-            replication_factor: 1,
-            configs: configs
-                .iter()
-                .map(|(k, v)| CreatableTopicConfig {
-                    name: (*k).into(),
-                    value: Some((*v).into()),
-                })
-                .collect(),
-            ..CreatableTopic::default()
-        }],
-        timeout_ms: 10_000,
-        ..CreateTopicsRequest::default()
-    };
+    let req = skiff_testkit::client::create_topics_request(name, 1, configs);
     match c.call(7, req) {
         ResponseBody::CreateTopics(r) => {
             assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message)

@@ -23,12 +23,9 @@
 //! it is owned by the partition's `Log` (not synchronised).
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{BatchMetadata, ProducerEntry, ProducerStateManager, decrement_sequence};
-use crate::checkpoint::tmp_path;
 
 /// Suffix of snapshot files.
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
@@ -213,26 +210,14 @@ pub fn parse_snapshot_name(name: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// Writes `bytes` to `path` atomically: `<path>.tmp`, optional fsync, rename, optional fsync of
-/// the directory.
+/// Writes `bytes` to `path` atomically (`<path>.tmp` + rename), durably when `sync`: the one
+/// atomic replace of [`crate::checkpoint`].
 pub fn write_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
-    let tmp = tmp_path(path);
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        if sync {
-            f.sync_all()?;
-        }
+    if sync {
+        crate::checkpoint::write_atomic(path, bytes)
+    } else {
+        crate::checkpoint::write_atomic_unsynced(path, bytes)
     }
-    std::fs::rename(&tmp, path)?;
-    if sync && let Some(parent) = path.parent() {
-        std::fs::File::open(parent)?.sync_all()?;
-    }
-    Ok(())
 }
 
 /// The snapshot files of one partition directory, by offset.

@@ -71,19 +71,21 @@ impl BatchHeader {
         if b.len() < BATCH_HEADER_BYTES {
             return None;
         }
+        use skiff_record::layout as lay;
         let be_i64 = |at: usize| i64::from_be_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
         let be_i32 = |at: usize| i32::from_be_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]));
+        let be_i16 = |at: usize| i16::from_be_bytes([b[at], b[at + 1]]);
         // issue 12: a header without the v2 magic byte is not a batch boundary (lost framing).
-        if b[16] as i8 != skiff_record::MAGIC_V2 {
+        if b[lay::MAGIC] as i8 != skiff_record::MAGIC_V2 {
             return None;
         }
-        let length = be_i32(8);
+        let length = be_i32(lay::BATCH_LENGTH);
         if length < (BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES) as i32 {
             return None;
         }
         let size = u32::try_from(i64::from(length) + LOG_OVERHEAD_BYTES as i64).ok()?;
-        let base_offset = be_i64(0);
-        let delta = be_i32(23);
+        let base_offset = be_i64(lay::BASE_OFFSET);
+        let delta = be_i32(lay::LAST_OFFSET_DELTA);
         if delta < 0 {
             return None;
         }
@@ -92,13 +94,13 @@ impl BatchHeader {
             size,
             base_offset,
             last_offset: base_offset.checked_add(i64::from(delta))?,
-            partition_leader_epoch: be_i32(12),
-            max_timestamp: be_i64(35),
-            attributes: i16::from_be_bytes([b[21], b[22]]),
-            producer_id: be_i64(43),
-            producer_epoch: i16::from_be_bytes([b[51], b[52]]),
-            base_sequence: be_i32(53),
-            records_count: be_i32(57),
+            partition_leader_epoch: be_i32(lay::PARTITION_LEADER_EPOCH),
+            max_timestamp: be_i64(lay::MAX_TIMESTAMP),
+            attributes: be_i16(lay::ATTRIBUTES),
+            producer_id: be_i64(lay::PRODUCER_ID),
+            producer_epoch: be_i16(lay::PRODUCER_EPOCH),
+            base_sequence: be_i32(lay::BASE_SEQUENCE),
+            records_count: be_i32(lay::RECORDS_COUNT),
         })
     }
 }
