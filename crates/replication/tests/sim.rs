@@ -5,10 +5,12 @@
 //!
 //! Runs `SIM_SEEDS` seeds by default; a failure prints its seed. Replay one with
 //! `SKIFF_SIM_SEED=<seed> cargo test -p skiff-replication --test sim`.
-
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
+
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng};
 
 use skiff_replication::{
     AckDecision, Acks, BoundInputs, Effect, Isolation, LocalLog, Partition, PartitionConfig,
@@ -19,25 +21,18 @@ use skiff_types::ErrorCode;
 const SIM_SEEDS: u64 = 300;
 const STEPS: usize = 400;
 
-/// splitmix64: small, seedable, no dependency.
-struct Rng(u64);
+/// The seeded source: rand's `StdRng` (a well-kept crate, as the storage tests use).
+struct Rng(StdRng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.random_range(0..n.max(1))
     }
     fn offset_in(&mut self, lo: i64, hi: i64) -> i64 {
         if hi <= lo {
             lo
         } else {
-            lo + i64::try_from(self.below(u64::try_from(hi - lo + 1).unwrap())).unwrap()
+            self.0.random_range(lo..=hi)
         }
     }
 }
@@ -49,7 +44,7 @@ struct Parked {
 }
 
 fn run(seed: u64) -> Result<(), String> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(StdRng::seed_from_u64(seed));
     let mut durable = rng.below(2) == 0;
     let config = |durable| PartitionConfig {
         durable,
