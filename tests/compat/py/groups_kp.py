@@ -18,6 +18,7 @@ import time
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import MemberToRemove
 from kafka.structs import OffsetAndMetadata
+import kafka.errors as kafka_errors
 
 from _common import main, progress
 import groups_common
@@ -167,6 +168,22 @@ def wait_assigned(consumers, partitions):
     return False
 
 
+def commit_settled(c, offsets):
+    """Commits once the member is out of any rebalance. kafka-python's short polls during a
+    parked JoinGroup can re-send it after the join completed (a client-side race, on Kafka too),
+    which starts another generation; the client then refuses the commit with
+    RebalanceInProgressError before sending it. Poll to finish that rebalance and retry, until
+    the deadline."""
+    deadline = time.time() + groups_common.WAIT_S
+    while True:
+        try:
+            return c.commit(offsets)
+        except kafka_errors.RebalanceInProgressError:
+            if time.time() >= deadline:
+                raise
+            c.poll(timeout_ms=200)
+
+
 class Joining:
     """Consumers that subscribe and poll, each in its own thread, until stop(). The first poll
     is long (it spans the join): kafka-python polled with short timeouts while its JoinGroup
@@ -235,7 +252,7 @@ def offset_delete(p):
     c = KafkaConsumer(**ADAPTER.conf(dict(p, group=p["group_empty"]), {"client_id": "empty"}))
     c.subscribe([topic])
     out["empty_assigned"] = wait_assigned([c], parts)
-    c.commit({tp: offset_and_metadata(1, "empty") for tp in tps})
+    commit_settled(c, {tp: offset_and_metadata(1, "empty") for tp in tps})
     c.close()
     out["empty_before"] = committed_of(p, p["group_empty"], topic)
     admin = KafkaAdminClient(bootstrap_servers=p["bootstrap"])
@@ -245,7 +262,7 @@ def offset_delete(p):
     busy = KafkaConsumer(**ADAPTER.conf(dict(p, group=p["group_busy"]), {"client_id": "busy"}))
     busy.subscribe([topic])
     out["busy_assigned"] = wait_assigned([busy], parts)
-    busy.commit({tp: offset_and_metadata(1, "busy") for tp in tps})
+    commit_settled(busy, {tp: offset_and_metadata(1, "busy") for tp in tps})
     # The member stays live through its heartbeat loop while the admin client works.
     try:
         out["busy_result"] = error_names(
