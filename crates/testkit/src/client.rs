@@ -103,18 +103,7 @@ impl Conn {
         partition: i32,
         records: Bytes,
     ) -> PartitionProduceResponse {
-        let req = ProduceRequest {
-            acks: -1,
-            timeout_ms: 10_000,
-            topic_data: vec![TopicProduceData {
-                name: topic.into(),
-                partition_data: vec![PartitionProduceData {
-                    index: partition,
-                    records: Some(Records::Bytes(records)),
-                }],
-            }],
-            ..ProduceRequest::default()
-        };
+        let req = produce_request(topic, partition, records, -1);
         let ResponseBody::Produce(r) = self.call(version, req) else {
             panic!("not a Produce response")
         };
@@ -136,23 +125,8 @@ impl Conn {
         offset: i64,
         max_bytes: i32,
     ) -> PartitionData {
-        let req = FetchRequest {
-            max_wait_ms: 0,
-            min_bytes: 0,
-            max_bytes,
-            session_epoch: -1,
-            topics: vec![FetchTopic {
-                topic: topic.into(),
-                partitions: vec![FetchPartition {
-                    partition,
-                    fetch_offset: offset,
-                    partition_max_bytes: max_bytes,
-                    ..FetchPartition::default()
-                }],
-                ..FetchTopic::default()
-            }],
-            ..FetchRequest::default()
-        };
+        let unknown_epoch = FetchPartition::default().current_leader_epoch;
+        let req = fetch_request(topic, partition, offset, max_bytes, unknown_epoch);
         let ResponseBody::Fetch(r) = self.call(12, req) else {
             panic!("not a Fetch response")
         };
@@ -214,5 +188,50 @@ pub fn create_topics_request(
         }],
         timeout_ms: 10_000,
         ..CreateTopicsRequest::default()
+    }
+}
+
+/// A Produce request of one batch to one partition (10 s timeout).
+pub fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    ProduceRequest {
+        acks,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(Records::Bytes(records)),
+            }],
+        }],
+        ..ProduceRequest::default()
+    }
+}
+
+/// A Fetch request of one partition from `offset`: no wait, `max_bytes` for the partition and
+/// the response, the fetcher's `current_leader_epoch`.
+pub fn fetch_request(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_bytes: i32,
+    current_leader_epoch: i32,
+) -> FetchRequest {
+    FetchRequest {
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition,
+                fetch_offset: offset,
+                partition_max_bytes: max_bytes,
+                current_leader_epoch,
+                ..FetchPartition::default()
+            }],
+            ..FetchTopic::default()
+        }],
+        ..FetchRequest::default()
     }
 }

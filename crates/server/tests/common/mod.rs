@@ -136,20 +136,7 @@ pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) -> Creata
     }
 }
 
-pub fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
-    ProduceRequest {
-        acks,
-        timeout_ms: 10_000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: partition,
-                records: Some(Records::Bytes(records)),
-            }],
-        }],
-        ..ProduceRequest::default()
-    }
-}
+pub use skiff_testkit::client::produce_request;
 
 pub async fn produce(
     c: &mut Client,

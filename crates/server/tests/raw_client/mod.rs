@@ -243,24 +243,7 @@ pub fn produce(c: &mut Raw, version: i16, topic: &str, records: Vec<u8>) -> (i16
 }
 
 pub fn fetch_request(topic: &str, offset: i64, max_bytes: i32, current_epoch: i32) -> FetchRequest {
-    FetchRequest {
-        max_wait_ms: 0,
-        min_bytes: 0,
-        max_bytes,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: topic.into(),
-            partitions: vec![FetchPartition {
-                partition: 0,
-                fetch_offset: offset,
-                partition_max_bytes: max_bytes,
-                current_leader_epoch: current_epoch,
-                ..FetchPartition::default()
-            }],
-            ..FetchTopic::default()
-        }],
-        ..FetchRequest::default()
-    }
+    skiff_testkit::client::fetch_request(topic, 0, offset, max_bytes, current_epoch)
 }
 
 /// Fetch v12 of partition 0: (error code, high watermark, record bytes, values).
