@@ -43,6 +43,9 @@ cargo fmt --all -- --check
 phase "build (debug, all targets)"
 cargo build --workspace --all-targets --locked
 
+phase "tidy (layering, clock, file length, unwrap lints)"
+cargo run -q --locked -p xtask -- tidy
+
 phase "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

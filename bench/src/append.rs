@@ -115,7 +115,10 @@ pub fn open_log(dir: &Path, cfg: LogConfig, now_ms: i64) -> Result<Log> {
     Ok(log)
 }
 
-pub use skiff_storage::log_manager::now_ms;
+/// Wall-clock milliseconds (the bench is outside the broker: it reads the system clock).
+pub fn now_ms() -> i64 {
+    skiff_types::Clock::system().now_ms()
+}
 
 /// Validates (if `validate`) and appends one pooled batch; `now` is the batch's max timestamp.
 pub fn append_one(

@@ -57,7 +57,7 @@ fn open(dir: &Path, c: LogConfig) -> Result<SharedLog> {
         log_start_offset: 0,
         high_watermark: 0,
         clean_shutdown: true,
-        now_ms: skiff_storage::log_manager::now_ms(),
+        now_ms: skiff_types::Clock::system().now_ms(),
     };
     let (log, _) = Log::open(dir, TopicPartition::new("bench", 0), c, opts)?;
     Ok(Arc::new(Mutex::new(log)))
@@ -92,7 +92,7 @@ fn batch(
         compression: codec,
         ..BatchOptions::default()
     });
-    let ts = skiff_storage::log_manager::now_ms();
+    let ts = skiff_types::Clock::system().now_ms();
     for _ in 0..RECORDS_PER_BATCH {
         let k = keys.next_key();
         text_value(rng, ts, RECORD_BYTES - k.len(), value);
@@ -103,7 +103,7 @@ fn batch(
 
 fn append(log: &SharedLog, mut bytes: Vec<u8>) -> Result<()> {
     let mut l = log.lock();
-    l.append_as_leader(&mut bytes, 0, skiff_storage::log_manager::now_ms())?;
+    l.append_as_leader(&mut bytes, 0, skiff_types::Clock::system().now_ms())?;
     let end = l.log_end_offset();
     l.set_high_watermark(end);
     Ok(())
@@ -127,7 +127,7 @@ fn build_log(
     while log.lock().size_bytes() < total {
         append(&log, batch(&mut keys, &mut rng, codec, &mut value)?)?;
     }
-    log.lock().roll(skiff_storage::log_manager::now_ms())?;
+    log.lock().roll(skiff_types::Clock::system().now_ms())?;
     let size = log.lock().size_bytes();
     Ok((log, size))
 }
@@ -136,7 +136,7 @@ fn params() -> CleanParams {
     CleanParams {
         map_bytes: 128 << 20,
         load_factor: 0.9,
-        now_ms: skiff_storage::log_manager::now_ms(),
+        now_ms: skiff_types::Clock::system().now_ms(),
         extra_bound: i64::MAX,
         seed: 1,
     }
@@ -200,7 +200,7 @@ fn produce_cpu(dir: &Path, total: u64, with_cleaner: bool) -> Result<(f64, f64, 
             let cpu0 = thread_cpu_ns();
             let never = AtomicBool::new(false);
             while !stop.load(Ordering::Relaxed) {
-                let mut t = Throttle::new(f64::MAX);
+                let mut t = Throttle::new(f64::MAX, &skiff_types::Clock::system());
                 let started = Instant::now();
                 match clean_log(&log, ckpt, &params(), &mut t, &never) {
                     Ok(Some(o)) => {
@@ -281,7 +281,7 @@ pub fn run(dir: &Path, opts: &Options) -> Result<()> {
                     &log,
                     None,
                     &params(),
-                    &mut Throttle::new(f64::MAX),
+                    &mut Throttle::new(f64::MAX, &skiff_types::Clock::system()),
                     &AtomicBool::new(false),
                 )?
                 .context("nothing cleanable")?;

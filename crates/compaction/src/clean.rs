@@ -102,6 +102,7 @@ impl From<std::io::Error> for CleanError {
 #[derive(Debug)]
 pub struct Throttle {
     rate: f64,
+    clock: skiff_types::Clock,
     start: Instant,
     bytes: f64,
 }
@@ -121,10 +122,12 @@ pub fn throttle_delay(bytes: f64, elapsed: Duration, rate: f64) -> Duration {
 }
 
 impl Throttle {
-    pub fn new(rate: f64) -> Self {
+    /// A throttle of `rate` bytes/s from now on `clock`.
+    pub fn new(rate: f64, clock: &skiff_types::Clock) -> Self {
         Self {
             rate,
-            start: Instant::now(),
+            clock: clock.clone(),
+            start: clock.now(),
             bytes: 0.0,
         }
     }
@@ -132,7 +135,11 @@ impl Throttle {
     /// Accounts `n` bytes and sleeps if ahead of the rate.
     pub fn account(&mut self, n: u64) {
         self.bytes += n as f64;
-        let d = throttle_delay(self.bytes, self.start.elapsed(), self.rate);
+        let d = throttle_delay(
+            self.bytes,
+            self.clock.now().saturating_duration_since(self.start),
+            self.rate,
+        );
         if !d.is_zero() {
             std::thread::sleep(d);
         }

@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use skiff_storage::{LogManager, SharedLog};
@@ -89,9 +89,8 @@ impl LogCleaner {
         settings: impl Fn() -> CleanerSettings + Send + Sync + 'static,
     ) -> LogCleaner {
         let first = settings();
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0x9e37_79b9, |d| d.as_nanos() as u64);
+        // The key map's hash seed: differs between starts (a manual clock makes it replayable).
+        let seed = (logs.clock().now_ms() as u64).rotate_left(17) ^ u64::from(std::process::id());
         let shared = Arc::new(Shared {
             logs,
             stats,
@@ -158,10 +157,6 @@ impl Drop for LogCleaner {
     }
 }
 
-fn now_ms() -> i64 {
-    skiff_storage::log_manager::now_ms()
-}
-
 fn run(shared: &Shared) {
     while !shared.stop.load(Ordering::Acquire) {
         let settings = (shared.settings)();
@@ -203,7 +198,7 @@ fn checkpoint_of(shared: &Shared, tp: &TopicPartition) -> Option<i64> {
 /// The due log with the highest dirty ratio, marked busy. Also refreshes every compacted log's
 /// dirty ratio in the stats.
 fn pick(shared: &Shared, _backoff_ms: u64) -> Option<(TopicPartition, SharedLog)> {
-    let now = now_ms();
+    let now = shared.logs.clock().now_ms();
     shared.skip_until.lock().retain(|_, until| *until > now);
     let mut best: Option<(f64, TopicPartition, SharedLog)> = None;
     let all = shared.logs.all();
@@ -250,8 +245,9 @@ fn pick(shared: &Shared, _backoff_ms: u64) -> Option<(TopicPartition, SharedLog)
 }
 
 fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, log: &SharedLog) {
-    let started = Instant::now();
-    let now = now_ms();
+    let clock = shared.logs.clock();
+    let started = clock.now();
+    let now = clock.now_ms();
     let params = CleanParams {
         map_bytes: settings.dedupe_buffer_bytes / settings.threads.max(1),
         load_factor: settings.load_factor,
@@ -259,7 +255,7 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
         extra_bound: i64::MAX,
         seed: shared.seed,
     };
-    let mut throttle = Throttle::new(settings.io_max_bytes_per_second);
+    let mut throttle = Throttle::new(settings.io_max_bytes_per_second, clock);
     let ckpt = checkpoint_of(shared, tp);
     let result = clean_log(log, ckpt, &params, &mut throttle, &shared.stop);
     if let Some(until) = retry_after(&result, now, settings.backoff_ms) {
@@ -267,7 +263,7 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
     }
     match result {
         Ok(Some(o)) => {
-            let ms = started.elapsed().as_millis() as u64;
+            let ms = clock.now().saturating_duration_since(started).as_millis() as u64;
             // Only while `log` is still the hosted log of `tp` (a deleted or re-created
             // partition gets no entry from a clean of the old one).
             if let Err(e) = shared.logs.set_cleaner_checkpoint(tp, log, o.end) {

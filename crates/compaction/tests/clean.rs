@@ -101,7 +101,14 @@ fn params(now: i64) -> CleanParams {
 
 fn clean_at(log: &SharedLog, ckpt: &mut Option<i64>, p: CleanParams) -> Option<CleanOutcome> {
     let stop = AtomicBool::new(false);
-    let out = clean_log(log, *ckpt, &p, &mut Throttle::new(f64::MAX), &stop).unwrap();
+    let out = clean_log(
+        log,
+        *ckpt,
+        &p,
+        &mut Throttle::new(f64::MAX, &skiff_types::Clock::system()),
+        &stop,
+    )
+    .unwrap();
     if let Some(o) = &out {
         *ckpt = Some(o.end);
     }

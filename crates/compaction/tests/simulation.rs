@@ -177,8 +177,14 @@ fn simulate(seed: u64, strategy: &str) {
                     (l.log_end_offset(), active)
                 };
                 let stop = AtomicBool::new(false);
-                if let Some(o) =
-                    clean_log(&log, ckpt, &p, &mut Throttle::new(f64::MAX), &stop).unwrap()
+                if let Some(o) = clean_log(
+                    &log,
+                    ckpt,
+                    &p,
+                    &mut Throttle::new(f64::MAX, &skiff_types::Clock::system()),
+                    &stop,
+                )
+                .unwrap()
                 {
                     ckpt = Some(o.end);
                     cleans += 1;
@@ -221,7 +227,15 @@ fn simulate(seed: u64, strategy: &str) {
     };
     let stop = AtomicBool::new(false);
     let mut guard = 0;
-    while let Some(o) = clean_log(&log, ckpt, &p, &mut Throttle::new(f64::MAX), &stop).unwrap() {
+    while let Some(o) = clean_log(
+        &log,
+        ckpt,
+        &p,
+        &mut Throttle::new(f64::MAX, &skiff_types::Clock::system()),
+        &stop,
+    )
+    .unwrap()
+    {
         ckpt = Some(o.end);
         guard += 1;
         assert!(guard < 50);

@@ -10,7 +10,10 @@ use skiff_protocol::{
     ConfigRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord,
 };
 use skiff_record::{BatchBuilder, BatchOptions, RecordError};
-use skiff_storage::log_manager::now_ms;
+// Replaced by the injected Clock when the metadata shell lands (issue 13 item 4).
+fn now_ms() -> i64 {
+    skiff_types::Clock::system().now_ms()
+}
 use skiff_storage::{Log, LogConfig, LogOpenOptions};
 use skiff_types::TopicPartition;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use skiff_metadata::{MetadataImage, MetadataStore, TopicInfo};
 use skiff_storage::{LogConfig, LogManager, SharedLog};
-use skiff_types::{ErrorCode, TopicPartition};
+use skiff_types::{Clock, ErrorCode, TopicPartition};
 use tokio::sync::watch;
 
 use crate::coordinator::GroupCoordinator;
@@ -63,16 +63,13 @@ pub struct Broker {
     pub groups: GroupCoordinator,
     // compaction (issue 7): per-log cleaner state, written by the cleaner threads.
     pub cleaner_stats: Arc<skiff_compaction::CleanerStats>,
+    /// The broker's one clock (`settings.log_manager.clock`, created by `skiff serve`).
+    pub clock: Clock,
     cluster_id: String,
     shutdown: watch::Receiver<bool>,
     /// issue 12 item 1: the `.lock` of every log dir, held from before anything touches the
     /// dirs until [`Broker::release_dir_locks`] after storage is closed (or the broker drops).
     dir_locks: Mutex<Vec<skiff_storage::dir_lock::DirLock>>,
-}
-
-/// Wall-clock milliseconds.
-pub fn now_ms() -> i64 {
-    skiff_storage::log_manager::now_ms()
 }
 
 impl Broker {
@@ -124,8 +121,11 @@ impl Broker {
         let image = metadata.image();
         let configs = Arc::clone(&topic_configs);
         let config_for = move |tp: &TopicPartition| log_config_for(&*configs, &image, &tp.topic);
-        let (logs, reports) =
-            skiff_storage::LogManager::open(settings.log_manager.clone(), &config_for, now_ms())?;
+        let (logs, reports) = skiff_storage::LogManager::open(
+            settings.log_manager.clone(),
+            &config_for,
+            settings.log_manager.clock.now_ms(),
+        )?;
         for (tp, r) in &reports {
             if r.recovered_segments > 0 || r.truncated_bytes > 0 {
                 tracing::warn!(%tp, recovered = r.recovered_segments, truncated_bytes = r.truncated_bytes, "partition recovered");
@@ -161,7 +161,9 @@ impl Broker {
         let cluster_id = metadata.cluster_id();
         tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
         let groups = GroupCoordinator::new(settings.groups.clone(), &metadata.image());
+        let clock = settings.log_manager.clock.clone();
         Ok(Arc::new(Broker {
+            clock,
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
             stats: crate::stats::ServerStats::default(),
             groups,
@@ -182,6 +184,21 @@ impl Broker {
     /// written), so another broker may open the dirs.
     pub fn release_dir_locks(&self) {
         self.dir_locks.lock().clear();
+    }
+
+    /// Wall-clock milliseconds from the broker's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Tokio's form of the clock's monotonic `now + d` (a timer deadline).
+    pub fn deadline_after(&self, d: std::time::Duration) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.clock.now() + d)
+    }
+
+    /// Tokio's form of the clock's monotonic now.
+    pub fn tokio_now(&self) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.clock.now())
     }
 
     pub fn node_id(&self) -> i32 {
@@ -238,7 +255,7 @@ impl Broker {
             return Err(ErrorCode::UnknownTopicOrPartition);
         }
         self.logs
-            .get_or_create(&tp, self.log_config(topic), now_ms())
+            .get_or_create(&tp, self.log_config(topic), self.now_ms())
             .map_err(|e| {
                 tracing::error!(%tp, error = %e, "cannot create partition log");
                 e.error_code()
@@ -283,7 +300,7 @@ impl Broker {
             .metadata
             .create_topic(name, partitions, configs)
             .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
-        let now = now_ms();
+        let now = self.now_ms();
         for p in 0..info.partitions {
             let tp = TopicPartition::new(name, p);
             if let Err(e) = self.logs.get_or_create(&tp, log_config.clone(), now) {

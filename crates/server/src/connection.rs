@@ -68,17 +68,30 @@ pub struct FrameReader<R> {
     frame_bytes_max: usize,
     idle: Duration,
     partial: Duration,
+    /// The broker's clock (deadlines are its monotonic time).
+    clock: skiff_types::Clock,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub fn new(rd: R, frame_bytes_max: usize, idle: Duration, partial: Duration) -> Self {
+    pub fn new(
+        rd: R,
+        frame_bytes_max: usize,
+        idle: Duration,
+        partial: Duration,
+        clock: skiff_types::Clock,
+    ) -> Self {
         Self {
+            clock,
             rd,
             buf: BytesMut::with_capacity(READ_CHUNK_BYTES),
             frame_bytes_max,
             idle,
             partial,
         }
+    }
+
+    fn deadline_after(&self, d: Duration) -> Instant {
+        Instant::from_std(self.clock.now() + d)
     }
 
     /// Reads more bytes before `deadline`; `Ok(false)` on end of stream.
@@ -96,13 +109,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if self.buf.is_empty() {
             self.buf.reserve(READ_CHUNK_BYTES);
             if !self
-                .fill(Instant::now() + self.idle, FrameError::Idle)
+                .fill(self.deadline_after(self.idle), FrameError::Idle)
                 .await?
             {
                 return Ok(None);
             }
         }
-        let deadline = Instant::now() + self.partial;
+        let deadline = self.deadline_after(self.partial);
         while self.buf.len() < 4 {
             if !self.fill(deadline, FrameError::PartialTimeout).await? {
                 return Err(FrameError::EofMidFrame);
@@ -184,7 +197,13 @@ pub async fn serve(
     let idle = Duration::from_millis(s.connection_idle_ms_max.max(1));
     let partial = Duration::from_millis(s.partial_frame_ms_max.max(1));
     let (rd, wr) = stream.into_split();
-    let mut frames = FrameReader::new(rd, s.socket_request_bytes_max, idle, partial);
+    let mut frames = FrameReader::new(
+        rd,
+        s.socket_request_bytes_max,
+        idle,
+        partial,
+        broker.clock.clone(),
+    );
     let budget = Arc::new(Budget {
         used: AtomicUsize::new(0),
         max: s.queued_response_bytes_max,
@@ -390,6 +409,7 @@ mod tests {
             1024,
             Duration::from_secs(5),
             Duration::from_secs(5),
+            skiff_types::Clock::manual(0),
         )
     }
 
@@ -432,6 +452,7 @@ mod tests {
             1024,
             Duration::from_secs(600),
             Duration::from_secs(60),
+            skiff_types::Clock::manual(0),
         );
         let mut client = client;
         client.write_all(&[0, 0, 0, 20, 1]).await.unwrap();
@@ -445,6 +466,7 @@ mod tests {
             1024,
             Duration::from_secs(600),
             Duration::from_secs(60),
+            skiff_types::Clock::manual(0),
         );
         assert!(matches!(r2.next_frame().await, Err(FrameError::Idle)));
     }

@@ -23,7 +23,7 @@ use skiff_storage::DeliveryStatus;
 use skiff_types::TopicPartition;
 use tokio::sync::Notify;
 
-use crate::broker::{Broker, now_ms};
+use crate::broker::Broker;
 
 /// Partitions keyed by their next due time (epoch ms).
 #[derive(Debug, Default)]
@@ -85,7 +85,7 @@ const IDLE_SLEEP: Duration = Duration::from_secs(60);
 /// Schedules every hosted partition with pending delayed batches (start-up).
 pub fn schedule_loaded(broker: &Broker) {
     for (tp, log) in broker.logs.all() {
-        let status = log.lock().delivery_status(now_ms());
+        let status = log.lock().delivery_status(broker.now_ms());
         if let Some(due) = status.next_due_ms {
             tracing::info!(%tp, pending = status.pending_batches, next_due_ms = due, dso = ?status.delivery_stable_offset, "delayed batches pending");
             broker.delivery.schedule(tp, due);
@@ -119,9 +119,9 @@ pub async fn run(broker: Arc<Broker>) {
         if *shutdown.borrow() {
             return;
         }
-        fire_due(&broker, now_ms());
+        fire_due(&broker, broker.now_ms());
         let sleep = match broker.delivery.next_due() {
-            Some(due) => Duration::from_millis(u64::try_from(due - now_ms()).unwrap_or(0)),
+            Some(due) => Duration::from_millis(u64::try_from(due - broker.now_ms()).unwrap_or(0)),
             None => IDLE_SLEEP,
         };
         tokio::select! {
@@ -137,7 +137,7 @@ impl Broker {
     pub fn delivery_status(&self, tp: &TopicPartition) -> Option<DeliveryStatus> {
         self.logs
             .get(tp)
-            .map(|log| log.lock().delivery_status(now_ms()))
+            .map(|log| log.lock().delivery_status(self.now_ms()))
     }
 }
 

@@ -408,7 +408,7 @@ async fn e2e_incremental_fetch_session() {
 async fn e2e_timestamps_list_offsets_and_topic_configs() {
     let t = start().await;
     let mut c = Client::connect(t.addr).await;
-    let now = skiff_storage::log_manager::now_ms();
+    let now = skiff_types::Clock::system().now_ms();
     assert_eq!(create_topic(&mut c, "ts", 1).await.error_code, 0);
     for (i, age) in [3000i64, 2000, 1000].iter().enumerate() {
         let p = produce(&mut c, 9, "ts", batch_at(&[(&format!("t{i}"), now - age)])).await;
@@ -458,7 +458,7 @@ async fn e2e_timestamps_list_offsets_and_topic_configs() {
     )
     .await;
     assert_eq!(created.error_code, 0, "{:?}", created.error_message);
-    let before = skiff_storage::log_manager::now_ms();
+    let before = skiff_types::Clock::system().now_ms();
     let p = produce(&mut c, 9, "lat", batch_at(&[("x", 1_000)])).await;
     assert_eq!(p.error_code, 0);
     assert!(p.log_append_time_ms >= before);

@@ -12,7 +12,7 @@ use skiff_record::{BatchBuilder, BatchOptions, Header};
 use skiff_types::TopicPartition;
 
 fn batch_with_header(value: &str, header: Option<(&str, &str)>) -> Vec<u8> {
-    batch_at(value, header, skiff_storage::log_manager::now_ms())
+    batch_at(value, header, skiff_types::Clock::system().now_ms())
 }
 
 fn batch_at(value: &str, header: Option<(&str, &str)>, ts: i64) -> Vec<u8> {
@@ -79,9 +79,9 @@ fn e2e_delivery_caps_consumers_not_replicas_and_wakes_long_polls() {
     let mut c = h.connect();
     create_topic(&mut c, "dly", &[("delivery.delay.enable", "true")]);
     let tp = TopicPartition::new("dly", 0);
-    let old = skiff_storage::log_manager::now_ms() - 10_000;
+    let old = skiff_types::Clock::system().now_ms() - 10_000;
     assert_eq!(produce(&mut c, 9, "dly", batch_at("a", None, old)), (0, 0));
-    let before = skiff_storage::log_manager::now_ms();
+    let before = skiff_types::Clock::system().now_ms();
     let (err, base) = produce(
         &mut c,
         9,
@@ -105,7 +105,7 @@ fn e2e_delivery_caps_consumers_not_replicas_and_wakes_long_polls() {
         (true, 1, Some(1), 3)
     );
     let due = st.next_due_ms.unwrap();
-    assert!(due >= before + 1_500 && due <= skiff_storage::log_manager::now_ms() + 1_500);
+    assert!(due >= before + 1_500 && due <= skiff_types::Clock::system().now_ms() + 1_500);
     assert_eq!(st.index_entries, 1);
 
     // A consumer sees offset 0 only; the real HW, LSO = DSO.
@@ -126,7 +126,7 @@ fn e2e_delivery_caps_consumers_not_replicas_and_wakes_long_polls() {
 
     // A long poll at the DSO (10 s max wait) is answered promptly once R is due.
     let (_, lso, bytes) = fetch_as(&mut c, -1, 1, 10_000);
-    let answered = skiff_storage::log_manager::now_ms();
+    let answered = skiff_types::Clock::system().now_ms();
     assert!(bytes > 0 && lso == 3, "lso {lso} bytes {bytes}");
     assert!(answered >= due, "answered {} ms early", due - answered);
     assert!(

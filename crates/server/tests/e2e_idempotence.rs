@@ -19,7 +19,7 @@ const INVALID_RECORD: i16 = 87;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 fn now_ms() -> i64 {
-    skiff_storage::log_manager::now_ms()
+    skiff_types::Clock::system().now_ms()
 }
 
 /// One idempotent batch of `values` from producer `pid` at `epoch`, first sequence `seq`.

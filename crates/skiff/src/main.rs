@@ -98,7 +98,9 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let mut server_settings = settings::server_settings(&config);
+    // The one clock of this broker (issue 13 item 3): everything below reads time through it.
+    let clock = skiff_types::Clock::system();
+    let mut server_settings = settings::server_settings(&config, clock);
     match settings::admin_bind(&config) {
         Ok(bind) => server_settings.admin_bind = bind,
         Err(e) => {

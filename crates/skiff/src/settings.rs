@@ -10,9 +10,10 @@ use skiff_config::BrokerConfig;
 use skiff_server::coordinator::GroupSettings;
 use skiff_server::{ListenerSettings, ServerSettings};
 
-/// The server settings of a loaded configuration.
-pub fn server_settings(cfg: &BrokerConfig) -> ServerSettings {
-    let log_manager = cfg.log_manager_config();
+/// The server settings of a loaded configuration, on the broker's one `clock` (issue 13).
+pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerSettings {
+    let mut log_manager = cfg.log_manager_config();
+    log_manager.clock = clock;
     let mut s = ServerSettings::with_log_dir(
         log_manager
             .log_dirs
@@ -151,7 +152,7 @@ mod tests {
 
     #[test]
     fn defaults_map_to_the_documented_listener() {
-        let s = server_settings(&load(&[]));
+        let s = server_settings(&load(&[]), skiff_types::Clock::manual(0));
         assert_eq!(
             s.listeners,
             vec![ListenerSettings {
@@ -173,14 +174,17 @@ mod tests {
 
     #[test]
     fn overrides_reach_the_server_settings() {
-        let s = server_settings(&load(&[
-            "listeners=PLAINTEXT://:0",
-            "advertised.listeners=PLAINTEXT://example.com:19092",
-            "num.partitions=3",
-            "auto.create.topics.enable=false",
-            "node.id=7",
-            "socket.request.max.bytes=1000",
-        ]));
+        let s = server_settings(
+            &load(&[
+                "listeners=PLAINTEXT://:0",
+                "advertised.listeners=PLAINTEXT://example.com:19092",
+                "num.partitions=3",
+                "auto.create.topics.enable=false",
+                "node.id=7",
+                "socket.request.max.bytes=1000",
+            ]),
+            skiff_types::Clock::manual(0),
+        );
         let l = &s.listeners[0];
         assert_eq!((l.bind_host.as_str(), l.bind_port), ("", 0));
         assert_eq!(
@@ -207,27 +211,30 @@ mod tests {
 
     #[test]
     fn group_keys_reach_the_coordinator_settings() {
-        let g = server_settings(&load(&[])).groups;
+        let g = server_settings(&load(&[]), skiff_types::Clock::manual(0)).groups;
         assert_eq!(g.config.session_timeout_ms_min, 6000);
         assert_eq!(g.config.initial_rebalance_delay_ms, 0, "shipped default");
         assert_eq!(g.config.offsets_retention_ms, 10080 * 60_000);
         assert_eq!(g.offsets_topic_partitions, 50);
         assert_eq!(g.config.consumer_assignors, vec!["uniform", "range"]);
-        let g = server_settings(&load(&[
-            "group.min.session.timeout.ms=1000",
-            "group.max.session.timeout.ms=7000",
-            "group.initial.rebalance.delay.ms=250",
-            "group.max.size=3",
-            "offsets.retention.minutes=2",
-            "offsets.topic.num.partitions=4",
-            "group.consumer.session.timeout.ms=9000",
-            "group.consumer.heartbeat.interval.ms=500",
-            "group.consumer.min.session.timeout.ms=8000",
-            "group.consumer.max.session.timeout.ms=20000",
-            "group.consumer.min.heartbeat.interval.ms=400",
-            "group.consumer.max.heartbeat.interval.ms=900",
-            "group.consumer.assignors=range",
-        ]))
+        let g = server_settings(
+            &load(&[
+                "group.min.session.timeout.ms=1000",
+                "group.max.session.timeout.ms=7000",
+                "group.initial.rebalance.delay.ms=250",
+                "group.max.size=3",
+                "offsets.retention.minutes=2",
+                "offsets.topic.num.partitions=4",
+                "group.consumer.session.timeout.ms=9000",
+                "group.consumer.heartbeat.interval.ms=500",
+                "group.consumer.min.session.timeout.ms=8000",
+                "group.consumer.max.session.timeout.ms=20000",
+                "group.consumer.min.heartbeat.interval.ms=400",
+                "group.consumer.max.heartbeat.interval.ms=900",
+                "group.consumer.assignors=range",
+            ]),
+            skiff_types::Clock::manual(0),
+        )
         .groups;
         assert_eq!(
             (

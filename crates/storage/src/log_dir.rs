@@ -85,13 +85,17 @@ pub struct LogDirHealth {
     path: PathBuf,
     offline: AtomicBool,
     state: Mutex<DirState>,
+    /// The broker's clock: when the dir went offline.
+    clock: skiff_types::Clock,
 }
 
 impl LogDirHealth {
-    pub fn new(path: PathBuf) -> Self {
+    pub fn new(path: PathBuf, clock: skiff_types::Clock) -> Self {
         Self {
             path,
-            ..Self::default()
+            clock,
+            offline: AtomicBool::default(),
+            state: Mutex::default(),
         }
     }
 
@@ -110,7 +114,7 @@ impl LogDirHealth {
     /// Takes the dir offline because of `error` (logged at ERROR the first time only).
     pub fn fail(&self, error: &dyn std::fmt::Display) {
         let mut s = self.state.lock();
-        let now = crate::log_manager::now_ms();
+        let now = self.clock.now_ms();
         if s.on_write_error(error.to_string(), now) == Transition::WentOffline {
             self.offline.store(true, Ordering::Release);
             tracing::error!(
@@ -195,7 +199,7 @@ mod tests {
 
     #[test]
     fn health_cell_follows_the_state() {
-        let h = LogDirHealth::new("/x".into());
+        let h = LogDirHealth::new("/x".into(), skiff_types::Clock::manual(1_000));
         assert!(h.is_online());
         h.fail(&"disk full");
         h.fail(&"again");

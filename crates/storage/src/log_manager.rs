@@ -83,6 +83,8 @@ pub struct LogManagerConfig {
     pub producer_id_expiration_ms: i64,
     /// `producer.id.expiration.check.interval.ms`
     pub producer_id_expiration_check_interval_ms: i64,
+    /// The broker's one clock (issue 13): the background ticker, deletes and shutdown read it.
+    pub clock: skiff_types::Clock,
 }
 
 impl Default for LogManagerConfig {
@@ -99,6 +101,7 @@ impl Default for LogManagerConfig {
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             producer_id_expiration_check_interval_ms:
                 crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
+            clock: skiff_types::Clock::system(),
         }
     }
 }
@@ -137,14 +140,6 @@ pub struct LogManager {
     reopen_warned: Mutex<Vec<bool>>,
 }
 
-/// Wall-clock milliseconds.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 impl LogManager {
     /// Opens every log dir (creating it on first start) and loads all partitions found.
     /// `config_for` gives each partition's effective log config.
@@ -159,7 +154,7 @@ impl LogManager {
         let health: Vec<Arc<LogDirHealth>> = cfg
             .log_dirs
             .iter()
-            .map(|d| Arc::new(LogDirHealth::new(d.clone())))
+            .map(|d| Arc::new(LogDirHealth::new(d.clone(), cfg.clock.clone())))
             .collect();
         let mut work = Vec::new();
         let mut per_dir = Vec::new();
@@ -248,6 +243,11 @@ impl LogManager {
         });
         mgr.write_checkpoints()?;
         Ok((mgr, reports))
+    }
+
+    /// The broker's clock (from [`LogManagerConfig::clock`]).
+    pub fn clock(&self) -> &skiff_types::Clock {
+        &self.cfg.clock
     }
 
     pub fn config(&self) -> &LogManagerConfig {
@@ -385,7 +385,7 @@ impl LogManager {
         let doomed = self.cfg.log_dirs[i].join(format!(
             "{}.{}{}",
             tp.dir_name(),
-            now_ms(),
+            self.cfg.clock.now_ms(),
             DELETE_DIR_SUFFIX
         ));
         drop(log);
@@ -529,7 +529,7 @@ impl LogManager {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let now = now_ms();
+        let now = self.cfg.clock.now_ms();
         // issue 12: logs close in parallel (5,000 partitions: a few fsyncs each); a log that
         // cannot close takes its dir offline, and an offline dir gets no clean-shutdown marker
         // (its next start recovers it), while the other dirs still shut down cleanly.
@@ -585,7 +585,7 @@ impl LogManager {
                     if flag.load(Ordering::Acquire) || mgr.closed.load(Ordering::Acquire) {
                         break;
                     }
-                    if let Err(e) = mgr.tick(now_ms()) {
+                    if let Err(e) = mgr.tick(mgr.cfg.clock.now_ms()) {
                         tracing::error!(error = %e, "log manager background step failed");
                     }
                 }

@@ -296,7 +296,7 @@ fn damaged_length_field_is_never_skipped_silently() {
         .unwrap();
     let (file, size) = (seg.file().clone(), seg.size());
     let found = verify_segment(&file, v.segment, size, Some(next_seg), |_| Ok(true)).unwrap();
-    log.record_scrub(v.segment, size, next_seg, &found);
+    log.record_scrub(v.segment, size, next_seg, &found, 1_000);
     let (read, errors) = read_around(&log);
     assert_eq!(errors, vec![(v.base_offset, v.last_offset + 1)]);
     assert!(

@@ -4,12 +4,15 @@
 //! timestamps are `i64`/`i32` newtype-free aliases where Kafka's wire uses them raw, plus a
 //! few named limits (with units in their names) and Kafka's [`ErrorCode`] table.
 //!
-//! Invariants: nothing here does I/O, reads the clock or allocates on a hot path. Limits
+//! Invariants: nothing here does I/O or allocates on a hot path, and only [`clock`] reads the
+//! time (the one [`Clock`], created at start and passed down). Limits
 //! that relate to each other are checked at compile time with `const` assertions.
 
+pub mod clock;
 mod error_code;
 pub mod limits;
 
+pub use clock::Clock;
 pub use error_code::ErrorCode;
 
 /// A logical offset in a partition log (dense, assigned by the leader). `-1` means "none".

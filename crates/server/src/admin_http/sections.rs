@@ -161,7 +161,7 @@ mod tests {
         builder.append(1_700_000_000_000, None, Some(b"v"), &[]);
         let mut batch = builder.build().unwrap();
         log.lock()
-            .append_as_leader(&mut batch, 0, crate::broker::now_ms())
+            .append_as_leader(&mut batch, 0, b.now_ms())
             .unwrap();
         let v = &collect(&b, &tp)["producers"];
         assert_eq!(v["active"], 1);

@@ -98,7 +98,7 @@ async fn partitions_list_and_detail() {
     builder.append(1_700_000_000_001, Some(b"k"), Some(b"v2"), &[]);
     let mut batch = builder.build().unwrap();
     log.lock()
-        .append_as_leader(&mut batch, 0, crate::broker::now_ms())
+        .append_as_leader(&mut batch, 0, broker.now_ms())
         .unwrap();
     broker.advance_high_watermark(&tp, &log);
 
@@ -188,7 +188,7 @@ async fn delivery_section_shows_pending_delayed_batches() {
     broker.create_topic("plain", 1, Default::default()).unwrap();
     let tp = TopicPartition::new("delayed", 0);
     let log = broker.logs.get(&tp).unwrap();
-    let now = crate::broker::now_ms();
+    let now = broker.now_ms();
     let mut builder = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
     let header = skiff_record::Header {
         key: b"__delay_ms",

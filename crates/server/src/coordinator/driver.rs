@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use skiff_types::ErrorCode;
 
-use crate::broker::{Broker, now_ms};
+use crate::broker::Broker;
 
 /// How long the driver sleeps when no timer is pending (it is woken earlier by any change).
 const IDLE_SLEEP: Duration = Duration::from_secs(3600);
@@ -27,7 +27,7 @@ pub(super) async fn run(broker: Arc<Broker>) {
         }
         let sleep = match c.earliest_deadline() {
             Some(d) => {
-                Duration::from_millis(u64::try_from(d.saturating_sub(now_ms())).unwrap_or(0))
+                Duration::from_millis(u64::try_from(d.saturating_sub(broker.now_ms())).unwrap_or(0))
             }
             None => IDLE_SLEEP,
         };
@@ -36,7 +36,7 @@ pub(super) async fn run(broker: Arc<Broker>) {
             _ = c.wake.notified() => continue,
             _ = shutdown.changed() => break,
         }
-        c.tick_due(&broker, now_ms());
+        c.tick_due(&broker, broker.now_ms());
     }
     c.fail_all_pending(ErrorCode::NotCoordinator);
 }

@@ -44,7 +44,7 @@ use skiff_types::ErrorCode;
 use tokio::sync::{Notify, oneshot};
 use uuid::Uuid;
 
-use crate::broker::{Broker, now_ms};
+use crate::broker::Broker;
 use crate::handlers::Reply;
 
 pub use offsets_log::OffsetsLogError;
@@ -160,7 +160,7 @@ impl GroupCoordinator {
                     phase: if existing.is_some() {
                         Phase::Loading
                     } else {
-                        Phase::Ready(Box::new(c.new_shard(p)))
+                        Phase::Ready(Box::new(c.new_shard(p, 0)))
                     },
                     pending: HashMap::new(),
                     image: None,
@@ -172,10 +172,9 @@ impl GroupCoordinator {
         c
     }
 
-    fn new_shard(&self, partition: i32) -> GroupCoordinatorShard {
-        let seed = self
-            .seeds
-            .hash_one((partition, now_ms(), std::process::id()));
+    /// A fresh shard; its member-id seed mixes `now_ms` (the load time) into the random state.
+    fn new_shard(&self, partition: i32, now_ms: i64) -> GroupCoordinatorShard {
+        let seed = self.seeds.hash_one((partition, now_ms, std::process::id()));
         GroupCoordinatorShard::new(self.settings.config.clone(), seed)
     }
 
@@ -255,7 +254,7 @@ impl GroupCoordinator {
                 client_host: format!("/{}", caller.peer.ip()),
             };
             st.pending.insert(token, tx);
-            let effects = f(shard, &ctx, now_ms());
+            let effects = f(shard, &ctx, broker.now_ms());
             self.apply(broker, slot, st, effects);
         }
         match rx.try_recv() {
@@ -422,21 +421,25 @@ impl GroupCoordinator {
         let Some(slot) = self.slot(partition) else {
             return Ok(());
         };
-        let mut shard = self.new_shard(partition);
-        let started = std::time::Instant::now();
+        let mut shard = self.new_shard(partition, broker.now_ms());
+        let started = broker.clock.now();
         let applied = offsets_log::replay(broker, partition, &mut shard)?;
         let mut guard = slot.state.lock();
         let st = &mut *guard;
         if !matches!(st.phase, Phase::Loading) || st.load_generation != generation {
             return Ok(());
         }
-        let effects = shard.on_loaded(now_ms());
+        let effects = shard.on_loaded(broker.now_ms());
         st.phase = Phase::Ready(Box::new(shard));
         if applied > 0 {
             tracing::info!(
                 partition,
                 records = applied,
-                elapsed_ms = started.elapsed().as_millis() as u64,
+                elapsed_ms = broker
+                    .clock
+                    .now()
+                    .saturating_duration_since(started)
+                    .as_millis() as u64,
                 "group coordinator partition loaded"
             );
         }

@@ -28,7 +28,7 @@ use skiff_storage::sync::SyncState;
 use skiff_types::TopicPartition;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 
-use crate::broker::{Broker, LEADER_EPOCH, now_ms};
+use crate::broker::{Broker, LEADER_EPOCH};
 use crate::coordinator::settings::{GroupSettings, OFFSETS_TOPIC};
 
 /// How much of the log one replay read takes at a time.
@@ -113,7 +113,7 @@ pub fn append(
     ensure_topic(broker, settings, partitions)?;
     let log = partition_log(broker, partition)?
         .ok_or_else(|| OffsetsLogError::Unavailable(partition, "topic missing".into()))?;
-    let now = now_ms();
+    let now = broker.now_ms();
     let mut builder = BatchBuilder::new(BatchOptions::default());
     for (key, value) in records {
         builder.append(now, Some(key), value.as_deref(), &[]);

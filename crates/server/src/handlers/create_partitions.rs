@@ -21,7 +21,7 @@ use skiff_protocol::{
 use skiff_types::{ErrorCode, TopicPartition};
 
 use super::{Reply, RequestContext};
-use crate::broker::{TopicError, now_ms};
+use crate::broker::TopicError;
 
 /// Most partitions one request may add to one topic.
 pub const NEW_PARTITIONS_MAX: i32 = 10_000;
@@ -123,7 +123,7 @@ fn grow(
         .create_partitions(&t.name, t.count)
         .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
     let cfg = broker.log_config(info);
-    let now = now_ms();
+    let now = broker.now_ms();
     for p in current..t.count {
         let tp = TopicPartition::new(t.name.clone(), p);
         if let Err(e) = broker.logs.get_or_create(&tp, cfg.clone(), now) {

@@ -43,7 +43,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::{Reply, RequestContext, check_leader_epoch};
-use crate::broker::{Broker, now_ms};
+use crate::broker::Broker;
 use crate::fetch_session::{PartKey, PartRequest, Reported, SessionMode};
 
 /// First Fetch version that names topics by id.
@@ -92,7 +92,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
             })
         })
         .collect();
-    let now = now_ms();
+    let now = broker.now_ms();
     let (mode, plan) = broker.fetch_sessions.lock().begin(
         req.session_id,
         req.session_epoch,
@@ -121,7 +121,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
         )));
     }
     let broker = Arc::clone(broker);
-    let deadline = Instant::now() + std::time::Duration::from_millis(max_wait_ms);
+    let deadline = broker.deadline_after(std::time::Duration::from_millis(max_wait_ms));
     Reply::Later(Box::pin(async move {
         let results = long_poll(&broker, &plan, limits, deadline).await;
         ResponseBody::Fetch(respond(&broker, version, mode, results, limits))
@@ -146,7 +146,7 @@ async fn long_poll(
         broker.waiters.register(&tps, &waiter);
         let image = broker.image();
         let results = read_plan(broker, &image, plan, limits);
-        if ready(&results, limits) || Instant::now() >= deadline || *shutdown.borrow() {
+        if ready(&results, limits) || broker.tokio_now() >= deadline || *shutdown.borrow() {
             return results;
         }
         tokio::select! {
@@ -262,7 +262,7 @@ fn read_one(
     let dso = if limits.replica {
         None
     } else {
-        l.delivery_stable_offset(now_ms())
+        l.delivery_stable_offset(broker.now_ms())
     };
     let cap = |o: i64| dso.map_or(o, |d| o.min(d));
     let reported = Reported {
@@ -319,7 +319,7 @@ fn respond(
     results: Vec<PartResult>,
     limits: Limits,
 ) -> FetchResponse {
-    let now = now_ms();
+    let now = broker.now_ms();
     let mut sessions = broker.fetch_sessions.lock();
     let (session_id, results) = match mode {
         SessionMode::Incremental { id } => {

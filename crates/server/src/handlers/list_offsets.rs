@@ -121,7 +121,7 @@ fn lookup(
     let _ = read_committed;
     let mut bound = l.high_watermark();
     // delivery delay (issue 8): clients never see past the delivery stable offset
-    if consumer && let Some(dso) = l.delivery_stable_offset(crate::broker::now_ms()) {
+    if consumer && let Some(dso) = l.delivery_stable_offset(ctx.broker.now_ms()) {
         bound = bound.min(dso);
     }
     let target = match timestamp {

@@ -31,7 +31,7 @@ use skiff_storage::{SharedLog, StorageError};
 use skiff_types::{ErrorCode, TopicPartition};
 
 use super::{Reply, RequestContext};
-use crate::broker::{Broker, LEADER_EPOCH, now_ms};
+use crate::broker::{Broker, LEADER_EPOCH};
 
 /// First Produce version allowed to carry zstd batches (KIP-110).
 const ZSTD_MIN_VERSION: i16 = 7;
@@ -65,7 +65,7 @@ impl PartitionFailure {
 pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
     let broker = ctx.broker;
     let acks = req.acks;
-    let now = now_ms();
+    let now = broker.now_ms();
     let image = broker.image();
     let acks_valid = matches!(acks, -1..=1);
     let mut responses = Vec::with_capacity(req.topic_data.len());

@@ -112,7 +112,7 @@ pub fn batch_with(values: &[&str], compression: Compression) -> Bytes {
         compression,
         ..BatchOptions::default()
     });
-    let now = skiff_storage::log_manager::now_ms();
+    let now = skiff_types::Clock::system().now_ms();
     for v in values {
         b.append(now, Some(b"key"), Some(v.as_bytes()), &[]);
     }

@@ -162,7 +162,7 @@ pub fn batch(values: &[&str]) -> Vec<u8> {
 
 pub fn batch_with(values: &[&str], opts: BatchOptions) -> Vec<u8> {
     let mut b = BatchBuilder::new(opts);
-    let now = skiff_storage::log_manager::now_ms();
+    let now = skiff_types::Clock::system().now_ms();
     for v in values {
         b.append(now, Some(b"k"), Some(v.as_bytes()), &[]);
     }
@@ -178,7 +178,7 @@ pub fn patched(mut batch: Vec<u8>, at: usize, bytes: &[u8]) -> Vec<u8> {
 
 /// A batch header for `count` records with the given raw records section, valid CRC.
 pub fn raw_batch(attributes: i16, count: i32, records_section: &[u8]) -> Vec<u8> {
-    let now = skiff_storage::log_manager::now_ms();
+    let now = skiff_types::Clock::system().now_ms();
     let mut b = BytesMut::new();
     b.put_i64(0); // base offset
     b.put_i32((49 + records_section.len()) as i32); // batch length

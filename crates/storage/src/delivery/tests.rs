@@ -597,7 +597,8 @@ fn switching_the_feature_off_releases_waiting_batches_for_good() {
 /// follower): late, never early.
 #[test]
 fn a_rebuilt_create_time_due_is_never_early() {
-    let wall = crate::log_manager::now_ms();
+    // Real wall time: the rebuilt due time is compared with the segment file's mtime.
+    let wall = skiff_types::Clock::system().now_ms();
     let dir = tempfile::tempdir().unwrap();
     let mut log = open_log(dir.path(), log_config(true), true, wall);
     let mut b = BatchBuilder::new(BatchOptions::default());

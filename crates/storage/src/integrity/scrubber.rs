@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -24,7 +24,7 @@ use super::quarantine::{FoundBy, QuarantinedRange};
 use super::scrub::{Candidate, ScrubDecision, next_segment};
 use super::verify::{Verification, verify_segment};
 use crate::log::Log;
-use crate::log_manager::{LogManager, now_ms};
+use crate::log_manager::LogManager;
 
 /// `skiff.log.scrub.*`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -163,11 +163,14 @@ fn scrub_one(shared: &Shared, settings: &ScrubSettings) -> bool {
             snaps.push((Arc::clone(&log), s));
         }
     }
-    let ScrubDecision::Verify(i) = next_segment(&cands, now_ms(), settings.interval_ms) else {
+    let ScrubDecision::Verify(i) =
+        next_segment(&cands, shared.logs.clock().now_ms(), settings.interval_ms)
+    else {
         return false;
     };
     let (log, snap) = &snaps[i];
-    let started = Instant::now();
+    let clock = shared.logs.clock();
+    let started = clock.now();
     let rate = settings.io_max_bytes_per_second.max(1.0);
     let stop = &shared.stop;
     let result = verify_segment(
@@ -178,7 +181,7 @@ fn scrub_one(shared: &Shared, settings: &ScrubSettings) -> bool {
         |h| {
             // Throttle: never ahead of `rate` bytes per second since the start of this segment.
             let due = Duration::from_secs_f64(h.end_position() as f64 / rate);
-            while let Some(wait) = due.checked_sub(started.elapsed()) {
+            while let Some(wait) = due.checked_sub(clock.now().saturating_duration_since(started)) {
                 if stop.load(Ordering::Acquire) {
                     return Ok(false);
                 }
@@ -192,9 +195,10 @@ fn scrub_one(shared: &Shared, settings: &ScrubSettings) -> bool {
         },
     );
     match result {
-        Ok(v) if !v.aborted => log
-            .lock()
-            .record_scrub(snap.base, snap.size, snap.next_base, &v),
+        Ok(v) if !v.aborted => {
+            log.lock()
+                .record_scrub(snap.base, snap.size, snap.next_base, &v, clock.now_ms())
+        }
         Ok(_) => {}
         Err(e) => {
             tracing::error!(base = snap.base, error = %e, "scrubbing a segment failed");
@@ -225,7 +229,14 @@ impl Log {
 
     /// Records a scrub of segment `base` (verified at `size` bytes): quarantines its damage,
     /// marks it verified. Ignored if the segment changed meanwhile (deleted, swapped, grown).
-    pub fn record_scrub(&self, base: i64, size: u64, next_base: i64, v: &Verification) {
+    pub fn record_scrub(
+        &self,
+        base: i64,
+        size: u64,
+        next_base: i64,
+        v: &Verification,
+        now_ms: i64,
+    ) {
         let Some(seg) = self.segments.get(&base) else {
             return;
         };
@@ -265,7 +276,7 @@ impl Log {
         let mut i = self.integrity.lock();
         i.scrub.corrupt_found += new;
         i.scrub.bytes_verified += size;
-        if let Err(e) = i.scrub.mark(base, now_ms(), &live) {
+        if let Err(e) = i.scrub.mark(base, now_ms, &live) {
             tracing::warn!(tp = %self.tp, error = %e, "could not save scrub progress");
         }
         tracing::debug!(tp = %self.tp, base, size, damaged = new, "scrubbed a segment");
