@@ -1,13 +1,12 @@
 //! The broker's shared state: what every handler on every connection reaches through one
 //! `Arc<Broker>`.
 //!
-//! Mental model: a single node is the leader (epoch 0) of every partition it hosts. The
-//! [`MetadataStore`] says which topics exist (names, ids, partition counts, config overrides);
-//! the [`LogManager`] holds one log per hosted partition. Topic creation writes metadata first,
-//! then creates the logs; a partition whose log is missing (a crash in between) gets its log
-//! created on first use, so metadata is the authority. After every append the high watermark
-//! moves to the log end (or, for durable topics, to the fsynced end) and waiting fetches are
-//! woken through [`AppendWaiters`].
+//! Mental model: the [`MetadataStore`] says which topics exist (names, ids, partition counts,
+//! config overrides); the [`ReplicaManager`] hosts the partitions the image assigns to this node
+//! (their logs and replication state: HW, epochs, acks). Topic creation writes metadata first,
+//! then the replica manager creates the logs; at start it creates those a crash in between left
+//! missing, so metadata is the authority. Handlers reach partitions only through the replica
+//! manager.
 //!
 //! Thread-safety: everything here is `Sync`; each log has its own mutex (never held across an
 //! `.await`), the fetch-session cache has one, metadata serialises its writers.
@@ -17,18 +16,15 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use skiff_metadata::{MetadataImage, MetadataStore, TopicInfo};
-use skiff_storage::{LogConfig, LogManager, SharedLog};
+use skiff_storage::LogConfig;
 use skiff_types::{Clock, ErrorCode, TopicPartition};
 use tokio::sync::watch;
 
 use crate::coordinator::GroupCoordinator;
 use crate::error::ServerError;
 use crate::fetch_session::FetchSessionCache;
+use crate::replica::ReplicaManager;
 use crate::settings::{METADATA_DIR_NAME, ServerSettings, TopicConfigs};
-use crate::waiters::AppendWaiters;
-
-/// The leader epoch of every partition on a single node.
-pub const LEADER_EPOCH: i32 = 0;
 
 /// A topic-level failure with its Kafka code and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,11 +47,9 @@ impl TopicError {
 pub struct Broker {
     pub settings: ServerSettings,
     pub topic_configs: Arc<dyn TopicConfigs>,
-    pub logs: Arc<LogManager>,
+    /// The only owner of partition logs and their replication state (issue 13).
+    pub replicas: Arc<ReplicaManager>,
     pub metadata: MetadataStore,
-    pub waiters: AppendWaiters,
-    /// delivery delay (issue 8): next DSO move per partition.
-    pub delivery: crate::delivery::DeliveryTimer,
     pub fetch_sessions: Mutex<FetchSessionCache>,
     /// Counters of the fetch-session and sendfile paths (`GET /api/v1/stats`).
     pub stats: crate::stats::ServerStats,
@@ -132,22 +126,13 @@ impl Broker {
             }
         }
         let image = metadata.image();
-        for (tp, log) in logs.all() {
-            // This node leads every partition and is its only in-sync replica: its high
-            // watermark is its log end from the start (Kafka's makeLeader), not the last
-            // checkpoint, which an unclean shutdown leaves behind.
-            {
-                let mut l = log.lock();
-                let leo = l.log_end_offset();
-                l.set_high_watermark(leo);
-            }
-            if image
-                .topic(&tp.topic)
-                .is_none_or(|t| tp.partition >= t.partitions)
-            {
-                tracing::warn!(%tp, "stray partition: its topic is not in the metadata; it is not served");
-            }
-        }
+        let replicas = {
+            let configs = Arc::clone(&topic_configs);
+            let at_start = Arc::clone(&image);
+            ReplicaManager::open(settings.node_id, Arc::clone(&logs), &image, &move |t| {
+                log_config_for(&*configs, &at_start, &t.name)
+            })
+        };
         // issue 12 item 10: the metadata log's producer-id blocks may be behind what partitions
         // have seen (a lost tail): never issue an id any partition's producer state knows.
         if let Some(max_pid) = logs
@@ -169,10 +154,8 @@ impl Broker {
             groups,
             settings,
             topic_configs,
-            logs,
+            replicas,
             metadata,
-            waiters: AppendWaiters::new(),
-            delivery: crate::delivery::DeliveryTimer::new(),
             cleaner_stats: Arc::new(skiff_compaction::CleanerStats::new()),
             cluster_id,
             shutdown,
@@ -235,33 +218,6 @@ impl Broker {
         }
     }
 
-    /// The log of one partition of a known topic, created if metadata has it but the log is
-    /// missing. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION; its log dir offline ->
-    /// KAFKA_STORAGE_ERROR.
-    pub fn partition_log(&self, topic: &TopicInfo, partition: i32) -> Result<SharedLog, ErrorCode> {
-        if partition < 0 || partition >= topic.partitions {
-            return Err(ErrorCode::UnknownTopicOrPartition);
-        }
-        let tp = TopicPartition::new(topic.name.clone(), partition);
-        // issue 12: a partition whose log dir is offline answers KAFKA_STORAGE_ERROR.
-        self.logs
-            .check_partition_online(&tp)
-            .map_err(|e| e.error_code())?;
-        if let Some(log) = self.logs.get(&tp) {
-            return Ok(log);
-        }
-        // The caller's image may predate a deletion: never resurrect a deleted topic's log.
-        if self.image().topic(&topic.name).map(|t| t.id) != Some(topic.id) {
-            return Err(ErrorCode::UnknownTopicOrPartition);
-        }
-        self.logs
-            .get_or_create(&tp, self.log_config(topic), self.now_ms())
-            .map_err(|e| {
-                tracing::error!(%tp, error = %e, "cannot create partition log");
-                e.error_code()
-            })
-    }
-
     /// Checks a new topic's parameters and configs without creating anything.
     pub fn validate_new_topic(
         &self,
@@ -300,13 +256,8 @@ impl Broker {
             .metadata
             .create_topic(name, partitions, configs)
             .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
-        let now = self.now_ms();
-        for p in 0..info.partitions {
-            let tp = TopicPartition::new(name, p);
-            if let Err(e) = self.logs.get_or_create(&tp, log_config.clone(), now) {
-                tracing::error!(%tp, error = %e, "topic created but its log could not be; retried on first use");
-            }
-        }
+        // The image now assigns the partitions to this node: the replica manager hosts them.
+        self.replicas.ensure_assigned(&info, log_config);
         tracing::info!(topic = name, partitions, "topic created");
         Ok(info)
     }
@@ -317,13 +268,7 @@ impl Broker {
             .metadata
             .delete_topic(name)
             .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
-        for p in 0..info.partitions {
-            let tp = TopicPartition::new(name, p);
-            if let Err(e) = self.logs.delete(&tp) {
-                tracing::error!(%tp, error = %e, "topic deleted but its log could not be removed");
-            }
-            self.waiters.notify(&tp);
-        }
+        self.replicas.delete_partitions(name, info.partitions);
         tracing::info!(topic = name, "topic deleted");
         Ok(info)
     }
@@ -333,23 +278,6 @@ impl Broker {
     /// cleaner has not looked at it (not compacted, or not checked yet). For the admin API.
     pub fn cleaner_status(&self, tp: &TopicPartition) -> Option<skiff_compaction::CleanerStatus> {
         self.cleaner_stats.get(tp)
-    }
-
-    /// Moves the high watermark of a partition after an append and wakes its fetchers.
-    /// For durable topics only the fsynced prefix becomes visible.
-    pub fn advance_high_watermark(&self, tp: &TopicPartition, log: &SharedLog) {
-        {
-            let mut l = log.lock();
-            let target = if l.config().is_durable() {
-                l.sync().synced().min(l.log_end_offset())
-            } else {
-                l.log_end_offset()
-            };
-            if target > l.high_watermark() {
-                l.set_high_watermark(target);
-            }
-        }
-        self.waiters.notify(tp);
     }
 }
 

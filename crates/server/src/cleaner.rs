@@ -55,7 +55,7 @@ pub fn start(broker: &Arc<Broker>) -> LogCleaner {
     let configs = Arc::clone(&broker.topic_configs);
     let settings = move || cleaner_settings(configs.live().map(|l| l.current()).as_deref());
     LogCleaner::start(
-        Arc::clone(&broker.logs),
+        Arc::clone(broker.replicas.log_manager()),
         Arc::clone(&broker.cleaner_stats),
         settings,
     )

@@ -84,30 +84,30 @@ const IDLE_SLEEP: Duration = Duration::from_secs(60);
 
 /// Schedules every hosted partition with pending delayed batches (start-up).
 pub fn schedule_loaded(broker: &Broker) {
-    for (tp, log) in broker.logs.all() {
+    for (tp, log) in broker.replicas.log_manager().all() {
         let status = log.lock().delivery_status(broker.now_ms());
         if let Some(due) = status.next_due_ms {
             tracing::info!(%tp, pending = status.pending_batches, next_due_ms = due, dso = ?status.delivery_stable_offset, "delayed batches pending");
-            broker.delivery.schedule(tp, due);
+            broker.replicas.delivery.schedule(tp, due);
         }
     }
 }
 
 /// Advances the partitions due at `now`: DSO forward, next head scheduled, fetchers woken.
 pub fn fire_due(broker: &Broker, now: i64) -> usize {
-    let due = broker.delivery.pop_due(now);
+    let due = broker.replicas.delivery.pop_due(now);
     for tp in &due {
-        if let Some(log) = broker.logs.get(tp) {
+        if let Some(log) = broker.replicas.log_manager().get(tp) {
             let next = {
                 let mut l = log.lock();
                 l.delivery_stable_offset(now);
                 l.delivery_next_due()
             };
             if let Some(n) = next {
-                broker.delivery.schedule(tp.clone(), n);
+                broker.replicas.delivery.schedule(tp.clone(), n);
             }
         }
-        broker.waiters.notify(tp);
+        broker.replicas.waiters.notify(tp);
     }
     due.len()
 }
@@ -120,13 +120,13 @@ pub async fn run(broker: Arc<Broker>) {
             return;
         }
         fire_due(&broker, broker.now_ms());
-        let sleep = match broker.delivery.next_due() {
+        let sleep = match broker.replicas.delivery.next_due() {
             Some(due) => Duration::from_millis(u64::try_from(due - broker.now_ms()).unwrap_or(0)),
             None => IDLE_SLEEP,
         };
         tokio::select! {
             _ = tokio::time::sleep(sleep) => {}
-            _ = broker.delivery.wake.notified() => {}
+            _ = broker.replicas.delivery.wake.notified() => {}
             _ = shutdown.changed() => {}
         }
     }
@@ -135,7 +135,8 @@ pub async fn run(broker: Arc<Broker>) {
 impl Broker {
     /// The delayed-delivery status of a hosted partition (`None` if not hosted).
     pub fn delivery_status(&self, tp: &TopicPartition) -> Option<DeliveryStatus> {
-        self.logs
+        self.replicas
+            .log_manager()
             .get(tp)
             .map(|log| log.lock().delivery_status(self.now_ms()))
     }

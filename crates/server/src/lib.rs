@@ -28,6 +28,7 @@ pub mod fetch_session;
 pub mod handlers;
 pub mod listener;
 pub mod live_config;
+pub mod replica;
 pub mod scrubber;
 pub mod sendfile;
 pub mod server;

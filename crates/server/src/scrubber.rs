@@ -41,7 +41,7 @@ pub fn scrub_settings(config: Option<&BrokerConfig>) -> ScrubSettings {
 pub fn start(broker: &Arc<Broker>) -> Scrubber {
     let configs = Arc::clone(&broker.topic_configs);
     let settings = move || scrub_settings(configs.live().map(|l| l.current()).as_deref());
-    Scrubber::start(Arc::clone(&broker.logs), settings)
+    Scrubber::start(Arc::clone(broker.replicas.log_manager()), settings)
 }
 
 #[cfg(test)]

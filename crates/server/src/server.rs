@@ -101,7 +101,7 @@ impl Server {
                 .map_err(|e| ServerError::Settings(format!("startup task failed: {e}")))??
         };
         admin_state.set_broker(&broker);
-        let background = Some(broker.logs.start_background());
+        let background = Some(broker.replicas.log_manager().start_background());
         let cleaner = Some(crate::cleaner::start(&broker));
         let scrubber = Some(crate::scrubber::start(&broker));
         crate::coordinator::GroupCoordinator::start(&broker);
@@ -225,7 +225,7 @@ impl Server {
             drop(cleaner); // stops the cleaner threads before storage closes
             drop(scrubber);
             drop(background);
-            broker.logs.shutdown()?;
+            broker.replicas.log_manager().shutdown()?;
             broker.metadata.close()?;
             broker.release_dir_locks();
             Ok::<(), ServerError>(())

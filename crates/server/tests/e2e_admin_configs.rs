@@ -138,7 +138,8 @@ async fn e2e_admin_topic_configs_describe_alter_incremental() {
     {
         let log = server
             .broker()
-            .logs
+            .replicas
+            .log_manager()
             .get(&TopicPartition::new("t", 0))
             .unwrap();
         let l = log.lock();
@@ -315,7 +316,8 @@ async fn e2e_admin_broker_configs_take_effect_and_persist() {
     {
         let log = server
             .broker()
-            .logs
+            .replicas
+            .log_manager()
             .get(&TopicPartition::new("later", 0))
             .unwrap();
         assert_eq!(log.lock().config().max_message_bytes, 4096);

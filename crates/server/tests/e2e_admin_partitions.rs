@@ -56,7 +56,8 @@ async fn e2e_admin_create_partitions_and_delete_records() {
     assert!(
         server
             .broker()
-            .logs
+            .replicas
+            .log_manager()
             .get(&TopicPartition::new("p", 2))
             .is_some()
     );

@@ -198,7 +198,7 @@ async fn e2e_shutdown_answers_a_parked_fetch_and_writes_the_clean_marker() {
     c.send_raw(&frame).await;
     let broker = t.server.broker().clone();
     let deadline = Instant::now() + DEADLINE;
-    while broker.waiters.partitions_waited_on() == 0 {
+    while broker.replicas.waiters.partitions_waited_on() == 0 {
         assert!(Instant::now() < deadline, "fetch never parked");
         tokio::task::yield_now().await;
     }

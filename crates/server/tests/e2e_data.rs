@@ -132,7 +132,7 @@ async fn e2e_fetch_long_poll_is_woken_by_produce() {
     // connection would queue behind it, so use the waiter count instead.
     let broker = t.server.broker().clone();
     let deadline = Instant::now() + DEADLINE;
-    while broker.waiters.partitions_waited_on() == 0 {
+    while broker.replicas.waiters.partitions_waited_on() == 0 {
         assert!(Instant::now() < deadline, "fetch never parked");
         tokio::task::yield_now().await;
     }
@@ -302,7 +302,8 @@ async fn e2e_create_delete_topics_and_producer_ids() {
     assert!(
         t.server
             .broker()
-            .logs
+            .replicas
+            .log_manager()
             .get(&skiff_types::TopicPartition::new("a", 0))
             .is_none()
     );
@@ -707,7 +708,8 @@ async fn e2e_delete_topics_v6_by_topic_id() {
     for p in 0..2 {
         assert!(
             broker
-                .logs
+                .replicas
+                .log_manager()
                 .get(&skiff_types::TopicPartition::new("by-id", p))
                 .is_none()
         );

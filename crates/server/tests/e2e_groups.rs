@@ -729,7 +729,8 @@ async fn e2e_groups_durable_offsets_topic_answers_after_fsync() {
     let broker = server.broker();
     let p = skiff_group::partition_for("durable", GROUP_PARTITIONS);
     let log = broker
-        .logs
+        .replicas
+        .log_manager()
         .get(&skiff_types::TopicPartition::new("__consumer_offsets", p))
         .unwrap();
     {

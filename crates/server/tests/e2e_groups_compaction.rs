@@ -285,7 +285,12 @@ async fn e2e_groups_compacted_offsets_topic_replays_the_latest_state() {
     };
     assert_eq!(r.results[0].error_code, 0, "{r:?}");
     let tp = TopicPartition::new("__consumer_offsets", 0);
-    let log = server.broker().logs.get(&tp).expect("the offsets log");
+    let log = server
+        .broker()
+        .replicas
+        .log_manager()
+        .get(&tp)
+        .expect("the offsets log");
     let tombstones_end = log.lock().log_end_offset();
 
     // Phase 2: more rounds by the others, so the tombstones' segment rolls and is cleanable.

@@ -88,7 +88,10 @@ impl AdminState {
             logs_and_metadata_loaded: self.broker.get().is_some(),
             listeners_bound: self.listeners_bound.load(Ordering::Acquire),
             shutting_down: *self.shutdown.borrow(),
-            offline_log_dirs: self.broker.get().map_or(0, |b| b.logs.offline_dirs().len()),
+            offline_log_dirs: self
+                .broker
+                .get()
+                .map_or(0, |b| b.replicas.log_manager().offline_dirs().len()),
         }
     }
 }
@@ -286,7 +289,8 @@ fn summary(tp: &TopicPartition, log: &skiff_storage::SharedLog) -> PartitionSumm
 /// Every hosted partition, sorted by topic then partition.
 pub fn partition_list(broker: &Broker) -> PartitionList {
     let mut partitions: Vec<PartitionSummary> = broker
-        .logs
+        .replicas
+        .log_manager()
         .all()
         .iter()
         .map(|(tp, log)| summary(tp, log))
@@ -297,7 +301,7 @@ pub fn partition_list(broker: &Broker) -> PartitionList {
 
 /// One hosted partition with its sections; `None` if the broker does not host it.
 pub fn detail(broker: &Broker, tp: &TopicPartition) -> Option<PartitionDetail> {
-    let log = broker.logs.get(tp)?;
+    let log = broker.replicas.log_manager().get(tp)?;
     let summary = summary(tp, &log);
     drop(log);
     Some(PartitionDetail {

@@ -12,7 +12,7 @@
 //!
 //! ```ignore
 //! pub fn cleaner(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
-//!     let log = broker.logs.get(tp)?;
+//!     let log = broker.replicas.log_manager().get(tp)?;
 //!     let state = log.lock().cleaner_state();      // copy under the lock, then release it
 //!     Some(("cleaner", serde_json::to_value(state).ok()?))
 //! }
@@ -43,7 +43,7 @@ pub const PRODUCERS_LISTED_MAX: usize = 100;
 /// `{"active": N, "producers": [{producer_id, producer_epoch, last_sequence, last_timestamp,
 /// current_txn_start_offset}...], "truncated": bool}`, in producer-id order.
 pub fn producers(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
-    let log = broker.logs.get(tp)?;
+    let log = broker.replicas.log_manager().get(tp)?;
     let all = log.lock().active_producers();
     let listed: Vec<Value> = all
         .iter()
@@ -94,7 +94,7 @@ pub fn delivery(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, V
 /// "quarantined_ranges", "quarantined_records", "truncated", "sealed_segments", "scrub":
 /// {last_scrub_ms, segments_verified, corrupt_batches_found, bytes_verified}}`. Always present.
 pub fn integrity(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
-    let log = broker.logs.get(tp)?;
+    let log = broker.replicas.log_manager().get(tp)?;
     let status = log.lock().integrity_status();
     Some(("integrity", serde_json::to_value(status).ok()?))
 }
@@ -151,7 +151,7 @@ mod tests {
             sections.get("producers"),
             Some(&json!({"active": 0, "producers": [], "truncated": false}))
         );
-        let log = b.logs.get(&tp).unwrap();
+        let log = b.replicas.log_manager().get(&tp).unwrap();
         let mut builder = skiff_record::BatchBuilder::new(skiff_record::BatchOptions {
             producer_id: 7,
             producer_epoch: 0,

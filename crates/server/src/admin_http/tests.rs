@@ -92,15 +92,15 @@ async fn partitions_list_and_detail() {
     broker.create_topic("b", 2, Default::default()).unwrap();
     broker.create_topic("a", 1, Default::default()).unwrap();
     let tp = TopicPartition::new("b", 1);
-    let log = broker.logs.get(&tp).unwrap();
     let mut builder = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
     builder.append(1_700_000_000_000, Some(b"k"), Some(b"v1"), &[]);
     builder.append(1_700_000_000_001, Some(b"k"), Some(b"v2"), &[]);
     let mut batch = builder.build().unwrap();
-    log.lock()
-        .append_as_leader(&mut batch, 0, broker.now_ms())
+    let info = broker.image().topic("b").cloned().unwrap();
+    broker
+        .replicas
+        .append_records(&info, tp.partition, &mut batch, broker.now_ms())
         .unwrap();
-    broker.advance_high_watermark(&tp, &log);
 
     let (code, body) = get(&state, "/api/v1/partitions").await;
     assert_eq!(code, StatusCode::OK);
@@ -187,7 +187,6 @@ async fn delivery_section_shows_pending_delayed_batches() {
     broker.create_topic("delayed", 1, configs).unwrap();
     broker.create_topic("plain", 1, Default::default()).unwrap();
     let tp = TopicPartition::new("delayed", 0);
-    let log = broker.logs.get(&tp).unwrap();
     let now = broker.now_ms();
     let mut builder = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
     let header = skiff_record::Header {
@@ -196,14 +195,17 @@ async fn delivery_section_shows_pending_delayed_batches() {
     };
     builder.append(now, Some(b"k"), Some(b"v"), &[header]);
     let batch = builder.build().unwrap();
-    {
-        let mut l = log.lock();
-        let vcfg = l.config().validation_config();
-        let validated = skiff_storage::validate::validate_client_batch(&batch, &vcfg, now).unwrap();
-        assert!(validated.deliver_after_ms.is_some());
-        l.append_validated(&validated, 0, now).unwrap();
-    }
-    broker.advance_high_watermark(&tp, &log);
+    let info = broker.image().topic("delayed").cloned().unwrap();
+    broker
+        .replicas
+        .append_client(
+            &info,
+            tp.partition,
+            &batch,
+            skiff_replication::Acks::All,
+            now,
+        )
+        .unwrap();
 
     let (code, body) = get(&state, "/api/v1/partitions/delayed/0").await;
     assert_eq!(code, StatusCode::OK);

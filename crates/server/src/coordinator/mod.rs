@@ -351,15 +351,11 @@ impl GroupCoordinator {
                     .into_iter()
                     .filter_map(|(t, r)| st.pending.remove(&t).map(|tx| (tx, r)))
                     .collect();
-                let broker = Arc::clone(broker);
                 tokio::spawn(async move {
-                    let (sync, target) = (Arc::clone(&p.sync), p.target);
-                    let synced = tokio::task::spawn_blocking(move || sync.sync_to(target)).await;
-                    let ok = matches!(synced, Ok(Ok(_)));
-                    if ok {
-                        broker.advance_high_watermark(&p.tp, &p.log);
-                    } else {
-                        tracing::error!(tp = %p.tp, "fsync of coordinator records failed");
+                    // The replica manager's group commit answers once the batch is durable.
+                    let ok = matches!(p.await, Ok(ErrorCode::None));
+                    if !ok {
+                        tracing::error!("fsync of coordinator records failed");
                     }
                     for (tx, r) in owed {
                         let r = if ok {

@@ -1,7 +1,7 @@
 //! The `__consumer_offsets` topic as the coordinator uses it: creating it on first use,
 //! appending one call's records as one batch, and replaying a partition into a shard.
 //!
-//! Format: plain v2 record batches written as leader (epoch 0), uncompressed, CreateTime, no
+//! Format: plain v2 record batches appended through the replica manager (acks=-1), uncompressed, CreateTime, no
 //! producer id; each record's key and value are the shard's encodings (Kafka's
 //! `__consumer_offsets` schemas with their int16 version prefixes), a `None` value is a
 //! tombstone. One shard call's records form one batch, so they become durable together.
@@ -14,22 +14,19 @@
 //! win over what they superseded (crates/server/tests/e2e_groups_compaction.rs).
 //!
 //! Thread-safety: appends happen under the shard's mutex (so the log order is the shard's
-//! order) and take the partition log's own short lock; replay runs on the blocking pool while
+//! order) and take the partition log's own short lock inside the replica manager; replay runs on the blocking pool while
 //! the shard is marked loading, so nothing appends to the partition meanwhile.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use skiff_group::GroupCoordinatorShard;
 use skiff_record::{BatchBuilder, BatchOptions, batches, records};
-use skiff_storage::SharedLog;
-use skiff_storage::sync::SyncState;
-use skiff_types::TopicPartition;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 
-use crate::broker::{Broker, LEADER_EPOCH};
+use crate::broker::Broker;
 use crate::coordinator::settings::{GroupSettings, OFFSETS_TOPIC};
+use crate::replica::append::AckWait;
 
 /// How much of the log one replay read takes at a time.
 const REPLAY_READ_BYTES: usize = 1024 * 1024;
@@ -80,38 +77,20 @@ pub fn ensure_topic(
     }
 }
 
-/// The log of one `__consumer_offsets` partition, `None` when the topic does not exist.
-fn partition_log(broker: &Broker, partition: i32) -> Result<Option<SharedLog>, OffsetsLogError> {
-    let image = broker.image();
-    let Some(info) = image.topic(OFFSETS_TOPIC) else {
-        return Ok(None);
-    };
-    broker
-        .partition_log(info, partition)
-        .map(Some)
-        .map_err(|code| OffsetsLogError::Unavailable(partition, format!("{code:?}")))
-}
-
-/// What an append left to do before its records count as durable.
-#[derive(Debug)]
-pub struct PendingSync {
-    pub sync: Arc<SyncState>,
-    pub target: i64,
-    pub tp: TopicPartition,
-    pub log: SharedLog,
-}
-
-/// Appends `records` as one batch to partition `partition` (creating the topic if needed).
-/// `Ok(Some(_))` when the topic is durable and the batch still has to be fsynced.
+/// Appends one shard call's records to `__consumer_offsets-<partition>` as one batch, through
+/// the replica manager (acks=-1). `Ok(Some(_))` when the topic is durable and the answer must
+/// wait for the group-commit fsync (the receiver yields NONE or KAFKA_STORAGE_ERROR).
 pub fn append(
     broker: &Broker,
     settings: &GroupSettings,
     partitions: i32,
     partition: i32,
     records: &[(Bytes, Option<Bytes>)],
-) -> Result<Option<PendingSync>, OffsetsLogError> {
+) -> Result<Option<AckWait>, OffsetsLogError> {
     ensure_topic(broker, settings, partitions)?;
-    let log = partition_log(broker, partition)?
+    let image = broker.image();
+    let info = image
+        .topic(OFFSETS_TOPIC)
         .ok_or_else(|| OffsetsLogError::Unavailable(partition, "topic missing".into()))?;
     let now = broker.now_ms();
     let mut builder = BatchBuilder::new(BatchOptions::default());
@@ -121,29 +100,11 @@ pub fn append(
     let mut batch = builder
         .build()
         .map_err(|e| OffsetsLogError::Encode(e.to_string()))?;
-    let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-    let pending = {
-        let mut l = log.lock();
-        let info = l
-            .append_as_leader(&mut batch, LEADER_EPOCH, now)
-            .map_err(|e| OffsetsLogError::Append(partition, e.to_string()))?;
-        if info.needs_sync {
-            Some(PendingSync {
-                sync: Arc::clone(l.sync()),
-                target: info.last_offset + 1,
-                tp: tp.clone(),
-                log: Arc::clone(&log),
-            })
-        } else {
-            let leo = l.log_end_offset();
-            l.set_high_watermark(leo);
-            None
-        }
-    };
-    if pending.is_none() {
-        broker.waiters.notify(&tp);
-    }
-    Ok(pending)
+    let appended = broker
+        .replicas
+        .append_records(info, partition, &mut batch, now)
+        .map_err(|e| OffsetsLogError::Append(partition, e.message))?;
+    Ok(appended.ack)
 }
 
 /// Feeds every record of partition `partition` to `shard`, in offset order. Records the shard
@@ -154,23 +115,28 @@ pub fn replay(
     partition: i32,
     shard: &mut GroupCoordinatorShard,
 ) -> Result<u64, OffsetsLogError> {
-    let Some(log) = partition_log(broker, partition)? else {
+    let image = broker.image();
+    let Some(info) = image.topic(OFFSETS_TOPIC) else {
         return Ok(0);
     };
     let read_err = |e: String| OffsetsLogError::Read(partition, e);
-    let (mut offset, end) = {
-        let l = log.lock();
-        (l.log_start_offset(), l.log_end_offset())
+    let read = |offset: Option<i64>| {
+        broker
+            .replicas
+            .read_local(info, partition, offset, REPLAY_READ_BYTES)
+            .map_err(|code| OffsetsLogError::Unavailable(partition, format!("{code:?}")))
     };
+    let first = read(None)?;
+    let (mut offset, end) = (first.start, first.end);
     let mut applied = 0u64;
     let mut skipped = 0u64;
+    let mut next_read = Some(first);
     while offset < end {
-        let slice = {
-            let l = log.lock();
-            l.read(offset, REPLAY_READ_BYTES, end, true)
-                .map_err(|e| read_err(e.to_string()))?
-                .slice
+        let r = match next_read.take() {
+            Some(r) => r,
+            None => read(Some(offset))?,
         };
+        let slice = r.slice.map_err(|e| read_err(e.to_string()))?;
         let Some(slice) = slice else { break };
         let bytes = slice.read_to_vec().map_err(|e| read_err(e.to_string()))?;
         let mut next = offset;

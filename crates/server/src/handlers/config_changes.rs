@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use parking_lot::{Mutex, MutexGuard};
 use skiff_config::{AlterTarget, ConfigError, validate_alter_all};
 use skiff_metadata::TopicInfo;
-use skiff_types::{ErrorCode, TopicPartition};
+use skiff_types::ErrorCode;
 
 use crate::broker::{Broker, TopicError};
 use crate::live_config::{CLUSTER_DEFAULT_RESOURCE, LiveConfig};
@@ -241,11 +241,7 @@ pub(crate) fn apply_broker(
 }
 
 fn update_logs(broker: &Broker, info: &TopicInfo, cfg: &skiff_storage::LogConfig) {
-    for p in 0..info.partitions {
-        if let Some(log) = broker.logs.get(&TopicPartition::new(info.name.clone(), p)) {
-            log.lock().update_config(cfg.clone());
-        }
-    }
+    broker.replicas.update_topic_config(info, cfg);
 }
 
 /// IncrementalAlterConfigs operation ids.

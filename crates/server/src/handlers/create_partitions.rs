@@ -18,7 +18,7 @@ use skiff_protocol::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
     CreatePartitionsTopicResult, ResponseBody,
 };
-use skiff_types::{ErrorCode, TopicPartition};
+use skiff_types::ErrorCode;
 
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
@@ -122,13 +122,11 @@ fn grow(
         .metadata
         .create_partitions(&t.name, t.count)
         .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
-    let cfg = broker.log_config(info);
-    let now = broker.now_ms();
-    for p in current..t.count {
-        let tp = TopicPartition::new(t.name.clone(), p);
-        if let Err(e) = broker.logs.get_or_create(&tp, cfg.clone(), now) {
-            tracing::error!(%tp, error = %e, "partition added but its log could not be created; retried on first use");
-        }
+    // The image now assigns the new partitions to this node: the replica manager hosts them.
+    if let Some(grown) = broker.image().topic(&t.name) {
+        broker
+            .replicas
+            .ensure_assigned(grown, broker.log_config(grown));
     }
     tracing::info!(topic = %t.name, from = current, to = t.count, "partitions added");
     Ok(())

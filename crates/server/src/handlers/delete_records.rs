@@ -13,8 +13,7 @@ use skiff_protocol::{
     DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
     DeleteRecordsTopicResult, ResponseBody,
 };
-use skiff_storage::log::DeleteRecordsError;
-use skiff_types::{ErrorCode, TopicPartition};
+use skiff_types::ErrorCode;
 
 use super::{Reply, RequestContext};
 
@@ -37,24 +36,13 @@ pub fn handle(ctx: &RequestContext<'_>, req: DeleteRecordsRequest) -> Reply {
                     let result = image
                         .topic(&t.name)
                         .ok_or(ErrorCode::UnknownTopicOrPartition)
-                        .and_then(|info| broker.partition_log(info, p.partition_index))
-                        .and_then(|log| {
-                            let mut l = log.lock();
-                            let before = l.log_start_offset();
-                            let after = l.delete_records(p.offset).map_err(|e| match e {
-                                DeleteRecordsError::PolicyViolation => ErrorCode::PolicyViolation,
-                                DeleteRecordsError::OffsetOutOfRange { .. } => {
-                                    ErrorCode::OffsetOutOfRange
-                                }
-                                DeleteRecordsError::Storage(e) => {
-                                    tracing::error!(topic = %t.name, partition = p.partition_index, error = %e, "DeleteRecords failed");
-                                    e.error_code()
-                                }
-                            })?;
-                            if after > before {
-                                tracing::info!(tp = %TopicPartition::new(t.name.clone(), p.partition_index), log_start = after, "records deleted");
-                            }
-                            moved |= after > before;
+                        .and_then(|info| {
+                            let (after, advanced) = broker.replicas.delete_records(
+                                info,
+                                p.partition_index,
+                                p.offset,
+                            )?;
+                            moved |= advanced;
                             Ok(after)
                         });
                     let (code, low_watermark) = match result {
@@ -70,8 +58,8 @@ pub fn handle(ctx: &RequestContext<'_>, req: DeleteRecordsRequest) -> Reply {
                 .collect(),
         })
         .collect();
-    if moved && let Err(e) = broker.logs.write_checkpoints() {
-        tracing::error!(error = %e, "cannot checkpoint the new log start offsets (retried by the background task)");
+    if moved {
+        broker.replicas.write_checkpoints();
     }
     Reply::Now(ResponseBody::DeleteRecords(DeleteRecordsResponse {
         topics,

@@ -24,64 +24,46 @@ use super::{Reply, RequestContext};
 const UNKNOWN_VOLUME_BYTES: i64 = -1;
 
 pub fn handle(ctx: &RequestContext<'_>, req: DescribeLogDirsRequest) -> Reply {
-    let logs = &ctx.broker.logs;
     let wanted: Option<HashSet<(&str, i32)>> = req.topics.as_ref().map(|ts| {
         ts.iter()
             .flat_map(|t| t.partitions.iter().map(|p| (t.topic.as_str(), *p)))
             .collect()
     });
-    // dir -> topic -> partitions
-    let mut by_dir: BTreeMap<PathBuf, BTreeMap<String, Vec<DescribeLogDirsPartition>>> =
-        BTreeMap::new();
-    for (tp, log) in logs.all() {
-        if let Some(w) = &wanted
-            && !w.contains(&(tp.topic.as_str(), tp.partition))
-        {
-            continue;
-        }
-        let Some(dir) = logs.dir_of(&tp) else {
-            continue;
-        };
-        let (size, lag) = {
-            let l = log.lock();
-            (
-                i64::try_from(l.size_bytes()).unwrap_or(i64::MAX),
-                (l.high_watermark() - l.log_end_offset()).max(0),
-            )
-        };
-        let TopicPartition { topic, partition } = tp;
-        by_dir
-            .entry(dir)
-            .or_default()
-            .entry(topic)
-            .or_default()
-            .push(DescribeLogDirsPartition {
-                partition_index: partition,
-                partition_size: size,
-                offset_lag: lag,
-                is_future_key: false,
-            });
-    }
-    let results = logs
-        .config()
-        .log_dirs
-        .iter()
-        .map(|dir| {
-            let topics = by_dir
-                .remove(dir)
-                .unwrap_or_default()
+    let views = ctx.broker.replicas.log_dirs_view(&|tp: &TopicPartition| {
+        wanted
+            .as_ref()
+            .is_none_or(|w| w.contains(&(tp.topic.as_str(), tp.partition)))
+    });
+    let results = views
+        .into_iter()
+        .map(|view| {
+            // dir -> topic -> partitions
+            let mut by_topic: BTreeMap<String, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
+            for p in view.partitions {
+                let TopicPartition { topic, partition } = p.tp;
+                by_topic
+                    .entry(topic)
+                    .or_default()
+                    .push(DescribeLogDirsPartition {
+                        partition_index: partition,
+                        partition_size: p.size_bytes,
+                        offset_lag: p.offset_lag,
+                        is_future_key: false,
+                    });
+            }
+            let topics = by_topic
                 .into_iter()
                 .map(|(name, partitions)| DescribeLogDirsTopic { name, partitions })
                 .collect();
-            let (total_bytes, usable_bytes) = volume_bytes(dir);
+            let (total_bytes, usable_bytes) = volume_bytes(&view.dir);
             DescribeLogDirsResult {
                 // issue 12: an offline dir answers KAFKA_STORAGE_ERROR, as in Kafka.
-                error_code: if logs.is_dir_online(dir) {
+                error_code: if view.online {
                     0
                 } else {
                     skiff_types::ErrorCode::KafkaStorageError as i16
                 },
-                log_dir: absolute(dir).display().to_string(),
+                log_dir: absolute(&view.dir).display().to_string(),
                 topics,
                 total_bytes,
                 usable_bytes,

@@ -25,17 +25,12 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeProducersRequest) -> Reply 
             let found = image
                 .topic(&t.name)
                 .ok_or(ErrorCode::UnknownTopicOrPartition);
-            match found.and_then(|info| ctx.broker.partition_log(info, index)) {
-                Ok(log) => PartitionResponse {
+            match found.and_then(|info| ctx.broker.replicas.active_producers(info, index)) {
+                Ok(producers) => PartitionResponse {
                     partition_index: index,
                     error_code: 0,
                     error_message: None,
-                    active_producers: log
-                        .lock()
-                        .active_producers()
-                        .into_iter()
-                        .map(producer_state)
-                        .collect(),
+                    active_producers: producers.into_iter().map(producer_state).collect(),
                 },
                 Err(code) => PartitionResponse {
                     partition_index: index,

@@ -42,9 +42,11 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::{Reply, RequestContext, check_leader_epoch};
+use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::fetch_session::{PartKey, PartRequest, Reported, SessionMode};
+use crate::replica::read::ReadParams;
+use skiff_replication::{Isolation, Reader};
 
 /// First Fetch version that names topics by id.
 const TOPIC_ID_MIN_VERSION: i16 = 13;
@@ -56,8 +58,8 @@ struct Limits {
     max_bytes: usize,
     min_bytes: usize,
     read_committed: bool,
-    /// A follower's fetch (replica id >= 0): ignores the delivery stable offset.
-    replica: bool,
+    /// Who reads: a consumer (isolation level) or a replica id (>= 0).
+    reader: Reader,
 }
 
 /// One partition's read.
@@ -111,7 +113,10 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
         max_bytes: req.max_bytes.min(broker.settings.fetch_bytes_max).max(0) as usize,
         min_bytes: req.min_bytes.max(0) as usize,
         read_committed: req.isolation_level == READ_COMMITTED,
-        replica: req.replica_id >= 0 || req.replica_state.replica_id >= 0,
+        reader: reader_of(
+            req.replica_id.max(req.replica_state.replica_id),
+            req.isolation_level,
+        ),
     };
     let results = read_plan(broker, &image, &plan, limits);
     let max_wait_ms = u64::try_from(req.max_wait_ms).unwrap_or(0);
@@ -143,7 +148,7 @@ async fn long_poll(
     let mut shutdown = broker.shutdown_signal();
     loop {
         // Register before reading: an append between the read and the wait is not lost.
-        broker.waiters.register(&tps, &waiter);
+        broker.replicas.waiters.register(&tps, &waiter);
         let image = broker.image();
         let results = read_plan(broker, &image, plan, limits);
         if ready(&results, limits) || broker.tokio_now() >= deadline || *shutdown.borrow() {
@@ -245,43 +250,25 @@ fn read_one(
         _ if by_id => return fail(ErrorCode::UnknownTopicId),
         _ => return fail(ErrorCode::UnknownTopicOrPartition),
     };
-    let epoch_check = check_leader_epoch(req.current_leader_epoch);
-    if epoch_check != ErrorCode::None {
-        return fail(epoch_check);
-    }
-    let log = match broker.partition_log(info, req.key.partition) {
-        Ok(l) => l,
+    let params = ReadParams {
+        fetch_offset: req.fetch_offset,
+        max_bytes,
+        min_one_message,
+        reader: limits.reader,
+        current_leader_epoch: req.current_leader_epoch,
+    };
+    let read = match broker.replicas.read(info, req.key.partition, &params) {
+        Ok(r) => r,
         Err(code) => return fail(code),
     };
-    let mut l = log.lock();
-    let hw = l.high_watermark();
-    // Both isolation levels stop at the high watermark until transactions exist (LSO == HW).
-    let lso = hw;
-    // delivery delay (issue 8): consumers stop at the delivery stable offset too; the reported
-    // high watermark stays the real one (lag counts waiting records), the LSO is capped.
-    let dso = if limits.replica {
-        None
-    } else {
-        l.delivery_stable_offset(broker.now_ms())
-    };
-    let cap = |o: i64| dso.map_or(o, |d| o.min(d));
     let reported = Reported {
-        high_watermark: hw,
-        last_stable_offset: if limits.replica { lso } else { cap(lso) },
-        log_start_offset: l.log_start_offset(),
+        high_watermark: read.bound.high_watermark,
+        last_stable_offset: read.bound.last_stable_offset,
+        log_start_offset: read.bound.log_start_offset,
     };
-    // Replica fetches keep today's high-watermark bound (followers reading to the log end
-    // come with replication).
-    let bound = if limits.replica {
-        hw
-    } else if limits.read_committed {
-        cap(lso)
-    } else {
-        cap(hw)
-    };
-    match l.read(req.fetch_offset, max_bytes, bound, min_one_message) {
-        Ok(read) => {
-            let records = read.slice.and_then(|s| {
+    match read.result {
+        Ok(slice) => {
+            let records = slice.and_then(|s| {
                 u32::try_from(s.len).ok().map(|len| FileRegion {
                     file: s.file,
                     position: s.position,
@@ -387,5 +374,14 @@ fn respond(
         session_id,
         responses: topics,
         ..FetchResponse::default()
+    }
+}
+
+/// The reader of a Fetch: a replica id >= 0 (a broker), else a consumer at its isolation level.
+fn reader_of(replica_id: i32, isolation_level: i8) -> Reader {
+    if replica_id >= 0 {
+        Reader::Replica(replica_id)
+    } else {
+        Reader::Consumer(Isolation::from_wire(isolation_level))
     }
 }

@@ -17,7 +17,8 @@ use skiff_protocol::{
 };
 use skiff_types::ErrorCode;
 
-use super::{Reply, RequestContext, check_leader_epoch};
+use super::{Reply, RequestContext};
+use skiff_replication::{Isolation, Reader};
 
 use skiff_storage::read::{
     EARLIEST_TIMESTAMP as EARLIEST, LATEST_TIMESTAMP as LATEST, MAX_TIMESTAMP,
@@ -63,7 +64,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: ListOffsetsRequest) -> Reply {
                                 p.current_leader_epoch,
                                 p.timestamp,
                                 read_committed,
-                                req.replica_id < 0,
+                                req.replica_id,
                             )
                         });
                     let (error, found) = match result {
@@ -98,7 +99,7 @@ fn lookup(
     current_leader_epoch: i32,
     timestamp: i64,
     read_committed: bool,
-    consumer: bool,
+    replica_id: i32,
 ) -> Result<Found, ErrorCode> {
     let v = ctx.api_version;
     let min_version = match timestamp {
@@ -110,36 +111,33 @@ fn lookup(
     if v < min_version {
         return Err(ErrorCode::UnsupportedVersion);
     }
-    let epoch_check = check_leader_epoch(current_leader_epoch);
-    if epoch_check != ErrorCode::None {
-        return Err(epoch_check);
-    }
-    let log = ctx.broker.partition_log(info, partition)?;
-    let mut l = log.lock();
-    // read_committed is bounded by the last stable offset, which equals the high watermark
-    // until transactions exist.
-    let _ = read_committed;
-    let mut bound = l.high_watermark();
-    // delivery delay (issue 8): clients never see past the delivery stable offset
-    if consumer && let Some(dso) = l.delivery_stable_offset(ctx.broker.now_ms()) {
-        bound = bound.min(dso);
-    }
+    // The one read-bound rule (replica manager): a consumer stops at the HW (LSO with
+    // read_committed; equal until transactions exist) and the delivery stable offset.
+    let reader = if replica_id < 0 {
+        Reader::Consumer(if read_committed {
+            Isolation::ReadCommitted
+        } else {
+            Isolation::ReadUncommitted
+        })
+    } else {
+        Reader::Replica(replica_id)
+    };
     let target = match timestamp {
         LATEST_TIERED => return Ok(NOT_FOUND),
         EARLIEST_LOCAL => EARLIEST,
         t if t < 0 && t != LATEST && t != EARLIEST && t != MAX_TIMESTAMP => return Ok(NOT_FOUND),
         t => t,
     };
-    match l.offset_for_timestamp(target, bound) {
-        Ok(Some(found)) => Ok(Found {
-            offset: found.offset,
-            timestamp: found.timestamp,
-            leader_epoch: found.leader_epoch.unwrap_or(-1),
-        }),
-        Ok(None) => Ok(NOT_FOUND),
-        Err(e) => {
-            tracing::error!(topic = %info.name, partition, error = %e, "ListOffsets lookup failed");
-            Err(e.error_code())
-        }
-    }
+    let found = ctx.broker.replicas.offset_for_timestamp(
+        info,
+        partition,
+        current_leader_epoch,
+        reader,
+        target,
+    )?;
+    Ok(found.map_or(NOT_FOUND, |found| Found {
+        offset: found.offset,
+        timestamp: found.timestamp,
+        leader_epoch: found.leader_epoch.unwrap_or(-1),
+    }))
 }

@@ -21,7 +21,7 @@ use skiff_types::{ErrorCode, TopicPartition};
 use uuid::Uuid;
 
 use super::{Reply, RequestContext};
-use crate::broker::{Broker, LEADER_EPOCH};
+use crate::broker::Broker;
 
 /// Kafka's "authorized operations not requested" sentinel.
 const OPS_NOT_REQUESTED: i32 = i32::MIN;
@@ -129,7 +129,7 @@ fn by_name(
 }
 
 fn topic_entry(broker: &Broker, info: &TopicInfo, node: i32, ops: i32) -> MetadataResponseTopic {
-    let any_offline = !broker.logs.all_dirs_online();
+    let any_offline = !broker.replicas.all_dirs_online();
     MetadataResponseTopic {
         error_code: 0,
         name: Some(info.name.clone()),
@@ -137,12 +137,10 @@ fn topic_entry(broker: &Broker, info: &TopicInfo, node: i32, ops: i32) -> Metada
         is_internal: info.name.starts_with("__"),
         partitions: (0..info.partitions)
             .map(|p| {
-                let offline = any_offline
-                    && broker
-                        .logs
-                        .check_partition_online(&TopicPartition::new(info.name.clone(), p))
-                        .is_err();
-                partition_entry(p, node, offline)
+                let tp = TopicPartition::new(info.name.clone(), p);
+                let offline = any_offline && !broker.replicas.is_partition_online(&tp);
+                let epoch = broker.replicas.leader_epoch(&tp).unwrap_or(-1);
+                partition_entry(p, node, offline, epoch)
             })
             .collect(),
         topic_authorized_operations: ops,
@@ -152,7 +150,12 @@ fn topic_entry(broker: &Broker, info: &TopicInfo, node: i32, ops: i32) -> Metada
 /// issue 12: a partition whose log dir is offline has no leader, as KRaft's controller leaves
 /// it when the only replica's dir fails (`handleDirectoriesOffline`): LEADER_NOT_AVAILABLE,
 /// leader -1, this node in `offline_replicas`.
-fn partition_entry(index: i32, node: i32, offline: bool) -> MetadataResponsePartition {
+fn partition_entry(
+    index: i32,
+    node: i32,
+    offline: bool,
+    leader_epoch: i32,
+) -> MetadataResponsePartition {
     MetadataResponsePartition {
         error_code: if offline {
             ErrorCode::LeaderNotAvailable as i16
@@ -161,7 +164,7 @@ fn partition_entry(index: i32, node: i32, offline: bool) -> MetadataResponsePart
         },
         partition_index: index,
         leader_id: if offline { -1 } else { node },
-        leader_epoch: LEADER_EPOCH,
+        leader_epoch,
         replica_nodes: vec![node],
         isr_nodes: vec![node],
         offline_replicas: if offline { vec![node] } else { Vec::new() },

@@ -190,18 +190,6 @@ pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
     }
 }
 
-/// Leader-epoch check of a partition request (`current_leader_epoch`, -1 = not given).
-pub(crate) fn check_leader_epoch(requested: i32) -> skiff_types::ErrorCode {
-    use skiff_types::ErrorCode;
-    if requested < 0 || requested == crate::broker::LEADER_EPOCH {
-        ErrorCode::None
-    } else if requested > crate::broker::LEADER_EPOCH {
-        ErrorCode::UnknownLeaderEpoch
-    } else {
-        ErrorCode::FencedLeaderEpoch
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,8 +18,7 @@ use skiff_protocol::{
 use skiff_storage::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 use skiff_types::ErrorCode;
 
-use super::{Reply, RequestContext, check_leader_epoch};
-use crate::broker::LEADER_EPOCH;
+use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: OffsetForLeaderEpochRequest) -> Reply {
     let broker = ctx.broker;
@@ -36,21 +35,13 @@ pub fn handle(ctx: &RequestContext<'_>, req: OffsetForLeaderEpochRequest) -> Rep
                     let result = image
                         .topic(&t.topic)
                         .ok_or(ErrorCode::UnknownTopicOrPartition)
-                        .and_then(|info| broker.partition_log(info, p.partition))
-                        .and_then(|log| {
-                            let check = check_leader_epoch(p.current_leader_epoch);
-                            if check != ErrorCode::None {
-                                return Err(check);
-                            }
-                            let l = log.lock();
-                            let epochs = l.leader_epochs();
-                            let leo = l.log_end_offset();
-                            if p.leader_epoch == LEADER_EPOCH
-                                && epochs.latest_epoch().is_none_or(|e| e <= LEADER_EPOCH)
-                            {
-                                return Ok((LEADER_EPOCH, leo));
-                            }
-                            Ok(epochs.end_offset_for(p.leader_epoch, leo))
+                        .and_then(|info| {
+                            broker.replicas.end_offset_for_epoch(
+                                info,
+                                p.partition,
+                                p.current_leader_epoch,
+                                p.leader_epoch,
+                            )
                         });
                     let (code, (leader_epoch, end_offset)) = match result {
                         Ok(found) => (ErrorCode::None, found),

@@ -1,11 +1,12 @@
 //! Produce (0), v3-11 (v0-2 are advertised for librdkafka's sake but close the connection).
 //!
 //! Per partition, in request order: look the topic up (Produce never auto-creates: unknown ->
-//! UNKNOWN_TOPIC_OR_PARTITION), refuse zstd below v7 (UNSUPPORTED_COMPRESSION_TYPE), validate
-//! the batch against the topic's config *outside* the log lock (CRC, decompression, timestamps),
-//! then append it as leader (epoch 0) under the lock. A normal topic's high watermark moves to
-//! the log end at once; a durable topic (`flush.messages=1`) is fsynced (group commit) off the
-//! async workers and its high watermark moves only to the synced end, before the answer.
+//! UNKNOWN_TOPIC_OR_PARTITION), refuse zstd below v7 (UNSUPPORTED_COMPRESSION_TYPE), then hand
+//! the bytes to the replica manager (`ReplicaManager::append_client`), which validates them
+//! outside the log lock, appends as leader at the partition's epoch and decides the acks. A
+//! normal topic's high watermark moves to the log end at once; on a durable topic
+//! (`flush.messages=1`) the answer waits for the group-commit fsync (the ack the replica
+//! manager parks), and the high watermark moves only to the synced end.
 //! `acks` must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS on every partition). With `acks=0`
 //! there is no response; if any partition failed the connection is closed, the only signal a
 //! fire-and-forget producer gets (Kafka does the same).
@@ -25,41 +26,21 @@ use skiff_protocol::{
     ProduceResponse, ResponseBody, TopicProduceResponse,
 };
 use skiff_record::{BatchView, Compression};
-use skiff_storage::sync::SyncState;
-use skiff_storage::validate::{RecordErrorEntry, validate_client_batch};
-use skiff_storage::{SharedLog, StorageError};
-use skiff_types::{ErrorCode, TopicPartition};
+use skiff_replication::Acks;
+use skiff_types::ErrorCode;
 
 use super::{Reply, RequestContext};
-use crate::broker::{Broker, LEADER_EPOCH};
+use crate::broker::Broker;
+use crate::replica::append::{AckWait, AppendError};
 
 /// First Produce version allowed to carry zstd batches (KIP-110).
 const ZSTD_MIN_VERSION: i16 = 7;
 
-/// A durable append waiting for its fsync before the answer.
-struct PendingSync {
-    tp: TopicPartition,
-    log: SharedLog,
-    sync: Arc<SyncState>,
-    target: i64,
+/// An append whose acks wait for the group-commit fsync, before the answer.
+struct PendingAck {
+    ack: AckWait,
     /// Index of the topic and partition in the response.
     at: (usize, usize),
-}
-
-struct PartitionFailure {
-    code: ErrorCode,
-    message: String,
-    record_errors: Vec<RecordErrorEntry>,
-}
-
-impl PartitionFailure {
-    fn code(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            record_errors: Vec::new(),
-        }
-    }
 }
 
 pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
@@ -67,31 +48,33 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
     let acks = req.acks;
     let now = broker.now_ms();
     let image = broker.image();
-    let acks_valid = matches!(acks, -1..=1);
+    let acks_valid = Acks::from_wire(acks).ok();
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let mut pending = Vec::new();
     let mut failures = Vec::new();
     for (ti, topic) in req.topic_data.iter().enumerate() {
         let mut parts = Vec::with_capacity(topic.partition_data.len());
         for (pi, data) in topic.partition_data.iter().enumerate() {
-            let result = if acks_valid {
-                produce_one(broker, &image, &topic.name, data, ctx.api_version, now)
+            let result = if let Some(acks) = acks_valid {
+                produce_one(
+                    broker,
+                    &image,
+                    &topic.name,
+                    data,
+                    ctx.api_version,
+                    acks,
+                    now,
+                )
             } else {
-                Err(PartitionFailure::code(
+                Err(AppendError::code(
                     ErrorCode::InvalidRequiredAcks,
                     format!("Invalid required acks value {acks}: must be -1, 0 or 1"),
                 ))
             };
             let resp = match result {
                 Ok(ok) => {
-                    if let Some((log, sync)) = ok.sync {
-                        pending.push(PendingSync {
-                            tp: TopicPartition::new(topic.name.clone(), data.index),
-                            log,
-                            sync,
-                            target: ok.next_offset,
-                            at: (ti, pi),
-                        });
+                    if let Some(ack) = ok.ack {
+                        pending.push(PendingAck { ack, at: (ti, pi) });
                     }
                     PartitionProduceResponse {
                         index: data.index,
@@ -119,13 +102,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
         ..ProduceResponse::default()
     };
     if acks == 0 {
-        if !pending.is_empty() {
-            let broker = Arc::clone(broker);
-            tokio::spawn(async move {
-                let mut response = ProduceResponse::default();
-                complete_syncs(&broker, pending, &mut response).await;
-            });
-        }
+        // Nobody waits: the replica manager's fsync driver still moves the HW.
         return if failures.is_empty() {
             Reply::Nothing
         } else {
@@ -135,20 +112,19 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
     if pending.is_empty() {
         return Reply::Now(ResponseBody::Produce(response));
     }
-    let broker = Arc::clone(broker);
     Reply::Later(Box::pin(async move {
         let mut response = response;
-        complete_syncs(&broker, pending, &mut response).await;
+        complete_acks(pending, &mut response).await;
         ResponseBody::Produce(response)
     }))
 }
 
-struct Appended {
+/// One partition's accepted produce.
+struct Produced {
     base_offset: i64,
-    next_offset: i64,
     log_append_time_ms: i64,
     log_start_offset: i64,
-    sync: Option<(SharedLog, Arc<SyncState>)>,
+    ack: Option<AckWait>,
 }
 
 fn produce_one(
@@ -157,10 +133,11 @@ fn produce_one(
     topic: &str,
     data: &PartitionProduceData,
     version: i16,
+    acks: Acks,
     now: i64,
-) -> Result<Appended, PartitionFailure> {
+) -> Result<Produced, AppendError> {
     let Some(info) = image.topic(topic) else {
-        return Err(PartitionFailure::code(
+        return Err(AppendError::code(
             ErrorCode::UnknownTopicOrPartition,
             format!(
                 "This server does not host this topic-partition: {topic}-{}",
@@ -168,9 +145,6 @@ fn produce_one(
             ),
         ));
     };
-    let log = broker.partition_log(info, data.index).map_err(|code| {
-        PartitionFailure::code(code, format!("cannot use partition {topic}-{}", data.index))
-    })?;
     let bytes = data
         .records
         .as_ref()
@@ -181,74 +155,32 @@ fn produce_one(
         && let Ok(view) = BatchView::new(bytes)
         && matches!(view.compression(), Ok(Compression::Zstd))
     {
-        return Err(PartitionFailure::code(
+        return Err(AppendError::code(
             ErrorCode::UnsupportedCompressionType,
             format!(
                 "Produce requests with version {version} cannot use zstd compression (needs v7+)"
             ),
         ));
     }
-    let vcfg = log.lock().config().validation_config();
-    let validated = validate_client_batch(bytes, &vcfg, now).map_err(|e| PartitionFailure {
-        code: e.code,
-        message: e.message,
-        record_errors: e.record_errors,
-    })?;
-    let tp = TopicPartition::new(topic, data.index);
-    let (info_append, log_start, sync) = {
-        let mut l = log.lock();
-        let appended = l
-            .append_validated(&validated, LEADER_EPOCH, now)
-            .map_err(|e| append_failure(&tp, e))?;
-        if !appended.needs_sync && !appended.duplicate {
-            let leo = l.log_end_offset();
-            l.set_high_watermark(leo);
-        }
-        let sync = appended.needs_sync.then(|| Arc::clone(l.sync()));
-        // delivery delay (issue 8): the partition's next DSO move, for the timer
-        if validated.deliver_after_ms.is_some()
-            && let Some(due) = l.delivery_next_due()
-        {
-            broker.delivery.schedule(tp.clone(), due);
-        }
-        (appended, l.log_start_offset(), sync)
-    };
-    if sync.is_none() && !info_append.duplicate {
-        broker.waiters.notify(&tp);
-    }
+    let (appended, log_append_time_ms) = broker
+        .replicas
+        .append_client(info, data.index, bytes, acks, now)?;
     // A duplicate's offsets and timestamp are the original batch's; on a LogAppendTime topic
     // that timestamp is the original append time (validation stamped this retry with `now`).
-    let log_append_time_ms = if info_append.duplicate && validated.log_append_time_ms >= 0 {
-        info_append.max_timestamp
+    let log_append_time_ms = if appended.duplicate && log_append_time_ms >= 0 {
+        appended.max_timestamp
     } else {
-        validated.log_append_time_ms
+        log_append_time_ms
     };
-    Ok(Appended {
-        base_offset: info_append.base_offset,
-        next_offset: info_append.last_offset + 1,
+    Ok(Produced {
+        base_offset: appended.base_offset,
         log_append_time_ms,
-        log_start_offset: log_start,
-        sync: sync.map(|s| (log, s)),
+        log_start_offset: appended.log_start_offset,
+        ack: appended.ack,
     })
 }
 
-/// A refused leader append: producer-state refusals are the client's business and I/O errors
-/// are logged once per log dir by storage (both at debug here), anything else is an error. Both carry storage's code and message.
-fn append_failure(tp: &TopicPartition, e: StorageError) -> PartitionFailure {
-    match &e {
-        StorageError::Producer(p) => {
-            tracing::debug!(%tp, error = %p, "idempotent producer batch refused");
-        }
-        // issue 12: the log dir went (or is) offline, logged once at ERROR by storage.
-        StorageError::Io { .. } | StorageError::LogDirOffline { .. } => {
-            tracing::debug!(%tp, error = %e, "append refused: log dir offline");
-        }
-        other => tracing::error!(%tp, error = %other, "append failed"),
-    }
-    PartitionFailure::code(e.error_code(), e.to_string())
-}
-
-fn failed_partition(index: i32, f: PartitionFailure) -> PartitionProduceResponse {
+fn failed_partition(index: i32, f: AppendError) -> PartitionProduceResponse {
     PartitionProduceResponse {
         index,
         error_code: f.code as i16,
@@ -268,38 +200,24 @@ fn failed_partition(index: i32, f: PartitionFailure) -> PartitionProduceResponse
     }
 }
 
-/// Waits for every durable append's fsync (off the async workers), then moves high watermarks.
-/// A failed fsync turns that partition's answer into KAFKA_STORAGE_ERROR.
-async fn complete_syncs(
-    broker: &Arc<Broker>,
-    pending: Vec<PendingSync>,
-    response: &mut ProduceResponse,
-) {
+/// Waits for every parked ack (the group-commit fsync of durable topics). A failed fsync
+/// turns that partition's answer into KAFKA_STORAGE_ERROR.
+async fn complete_acks(pending: Vec<PendingAck>, response: &mut ProduceResponse) {
     for p in pending {
-        let sync = Arc::clone(&p.sync);
-        let target = p.target;
-        let result = tokio::task::spawn_blocking(move || sync.sync_to(target)).await;
-        let failed = match result {
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(e) => Some(format!("fsync task failed: {e}")),
-        };
-        match failed {
-            None => broker.advance_high_watermark(&p.tp, &p.log),
-            Some(message) => {
-                tracing::error!(tp = %p.tp, error = %message, "fsync failed");
-                if let Some(slot) = response
-                    .responses
-                    .get_mut(p.at.0)
-                    .and_then(|t| t.partition_responses.get_mut(p.at.1))
-                {
-                    let index = slot.index;
-                    *slot = failed_partition(
-                        index,
-                        PartitionFailure::code(ErrorCode::KafkaStorageError, message),
-                    );
-                }
-            }
+        let code = p.ack.await.unwrap_or(ErrorCode::KafkaStorageError);
+        if code == ErrorCode::None {
+            continue;
+        }
+        if let Some(slot) = response
+            .responses
+            .get_mut(p.at.0)
+            .and_then(|t| t.partition_responses.get_mut(p.at.1))
+        {
+            let index = slot.index;
+            *slot = failed_partition(
+                index,
+                AppendError::code(code, format!("the append was not acknowledged: {code:?}")),
+            );
         }
     }
 }

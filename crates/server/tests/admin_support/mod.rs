@@ -128,7 +128,8 @@ pub async fn incremental(
 pub fn live_retention_ms(server: &Server, topic: &str) -> i64 {
     let log = server
         .broker()
-        .logs
+        .replicas
+        .log_manager()
         .get(&TopicPartition::new(topic, 0))
         .unwrap();
     log.lock().config().retention_ms

@@ -1,0 +1,136 @@
+//! Administrative partition operations: DeleteRecords, DescribeProducers, DescribeLogDirs,
+//! topic config changes reaching the live logs, and the per-partition views of the admin port.
+
+use std::path::PathBuf;
+
+use skiff_metadata::TopicInfo;
+use skiff_storage::log::DeleteRecordsError;
+use skiff_storage::{LogConfig, ProducerEntrySnapshot};
+use skiff_types::{ErrorCode, TopicPartition};
+
+use super::ReplicaManager;
+
+/// One hosted partition as DescribeLogDirs reports it.
+#[derive(Clone, Debug)]
+pub struct PartitionDirView {
+    pub tp: TopicPartition,
+    pub size_bytes: i64,
+    /// HW - LEO, never negative (0 on a leader).
+    pub offset_lag: i64,
+}
+
+/// One log dir and its hosted partitions.
+#[derive(Clone, Debug)]
+pub struct LogDirView {
+    pub dir: PathBuf,
+    pub online: bool,
+    pub partitions: Vec<PartitionDirView>,
+}
+
+impl ReplicaManager {
+    /// DeleteRecords of one partition: the new log start offset (low watermark). Moving it
+    /// checkpoints the start offsets at once (`write_start_offsets` by the caller when any
+    /// partition moved).
+    pub fn delete_records(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        offset: i64,
+    ) -> Result<(i64, bool), ErrorCode> {
+        let h = self.hosted(info, partition)?;
+        let mut l = h.log.lock();
+        let before = l.log_start_offset();
+        let after = l.delete_records(offset).map_err(|e| match e {
+            DeleteRecordsError::PolicyViolation => ErrorCode::PolicyViolation,
+            DeleteRecordsError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            DeleteRecordsError::Storage(e) => {
+                tracing::error!(tp = %h.tp, error = %e, "DeleteRecords failed");
+                e.error_code()
+            }
+        })?;
+        if after > before {
+            let fx = h.state.lock().on_log_start_advanced(after);
+            self.apply(&mut l, fx);
+            tracing::info!(tp = %h.tp, log_start = after, "records deleted");
+        }
+        Ok((after, after > before))
+    }
+
+    /// Writes the offset checkpoints now (after DeleteRecords moved a log start).
+    pub fn write_checkpoints(&self) {
+        if let Err(e) = self.logs.write_checkpoints() {
+            tracing::error!(error = %e, "cannot checkpoint the new log start offsets (retried by the background task)");
+        }
+    }
+
+    /// DescribeProducers: the partition's active idempotent producers.
+    pub fn active_producers(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+    ) -> Result<Vec<ProducerEntrySnapshot>, ErrorCode> {
+        let h = self.hosted(info, partition)?;
+        let producers = h.log.lock().active_producers();
+        Ok(producers)
+    }
+
+    /// A topic's new effective config reaches its hosted logs (and the core's durability).
+    pub fn update_topic_config(&self, info: &TopicInfo, config: &LogConfig) {
+        let now = self.clock.now_ms();
+        for p in 0..info.partitions {
+            let Ok(h) = self.hosted(info, p) else {
+                continue;
+            };
+            let mut l = h.log.lock();
+            l.update_config(config.clone());
+            let fx = h
+                .state
+                .lock()
+                .set_config(super::partition_config(config), now);
+            self.apply(&mut l, fx);
+        }
+    }
+
+    /// DescribeLogDirs: every log dir (configured order) with the hosted partitions `wanted`
+    /// selects (all when `None`).
+    pub fn log_dirs_view(&self, wanted: &dyn Fn(&TopicPartition) -> bool) -> Vec<LogDirView> {
+        let mut views: Vec<LogDirView> = self
+            .logs
+            .config()
+            .log_dirs
+            .iter()
+            .map(|dir| LogDirView {
+                dir: dir.clone(),
+                online: self.logs.is_dir_online(dir),
+                partitions: Vec::new(),
+            })
+            .collect();
+        for (tp, log) in self.logs.all() {
+            if !wanted(&tp) {
+                continue;
+            }
+            let Some(dir) = self.logs.dir_of(&tp) else {
+                continue;
+            };
+            let Some(view) = views.iter_mut().find(|v| v.dir == dir) else {
+                continue;
+            };
+            let (size, lag) = {
+                let l = log.lock();
+                (
+                    i64::try_from(l.size_bytes()).unwrap_or(i64::MAX),
+                    (l.high_watermark() - l.log_end_offset()).max(0),
+                )
+            };
+            view.partitions.push(PartitionDirView {
+                tp,
+                size_bytes: size,
+                offset_lag: lag,
+            });
+        }
+        views
+    }
+}
+
+/// DescribeLogDirs' "unknown" for a partition that cannot be described.
+pub const NOT_HOSTED: ErrorCode = ErrorCode::NotLeaderOrFollower;

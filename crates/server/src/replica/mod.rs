@@ -1,0 +1,248 @@
+//! The replica manager (issue 13 item 2): the one owner of every hosted partition's log and
+//! replication state. Handlers and the group coordinator reach partitions only through it; no
+//! other code appends, moves a high watermark or names a leader epoch. (The admin port's views
+//! and the DSO timer still lock logs to read them; the cleaner and scrubber threads work inside
+//! storage.)
+//!
+//! Mental model: a hosted partition is its storage log (`SharedLog`, from the
+//! [`LogManager`]) plus its [`skiff_replication::Partition`] (role, epochs, replicas, ISR, HW,
+//! parked acks). Every operation here takes the log's lock, then the state's lock (never the
+//! other order), asks the pure core what to do and carries out the returned effects: a HW move
+//! is written into the log (its checkpoint) and wakes the partition's long-polling fetches;
+//! a completed ack answers its waiting producer. On one node this reproduces the single-node
+//! rules exactly: HW = LEO after an append, or the fsynced end on durable topics
+//! (`flush.messages=1`, group commit off the async workers).
+//!
+//! Which partitions are hosted is decided by the metadata image only: a log is created when
+//! the image assigns the partition to this node (topic creation, new partitions, and at start
+//! for partitions the image has and the disk lacks), never as a side effect of a request, and
+//! deleted when its topic is deleted. A request for a partition this node does not host gets
+//! NOT_LEADER_OR_FOLLOWER (its topic unknown: UNKNOWN_TOPIC_OR_PARTITION).
+//!
+//! The metadata log (`__cluster_metadata-0`) is not a replica of this manager: as in KRaft, it
+//! belongs to the metadata log implementation (`skiff_metadata::MetadataLog`).
+//!
+//! Sub-modules: [`append`] (leader appends, acks, the group-commit driver), [`read`] (the one
+//! read-bound rule for Fetch and ListOffsets, OffsetForLeaderEpoch), [`admin`] (DeleteRecords,
+//! producers, log dirs, config changes, the admin port's view).
+
+pub mod admin;
+pub mod append;
+pub mod read;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use parking_lot::Mutex;
+use skiff_metadata::{MetadataImage, TopicInfo};
+use skiff_replication::{Effect, LocalLog, Partition, PartitionConfig, WaitId};
+use skiff_storage::{Log, LogConfig, LogManager, SharedLog};
+use skiff_types::{Clock, ErrorCode, TopicPartition};
+use tokio::sync::oneshot;
+
+use crate::delivery::DeliveryTimer;
+use crate::waiters::AppendWaiters;
+
+/// One hosted partition: its log and its replication state (lock order: log, then state).
+#[derive(Clone, Debug)]
+pub(crate) struct Hosted {
+    pub tp: TopicPartition,
+    pub log: SharedLog,
+    pub state: Arc<Mutex<Partition>>,
+}
+
+/// The replica manager of this node.
+#[derive(Debug)]
+pub struct ReplicaManager {
+    node_id: i32,
+    logs: Arc<LogManager>,
+    clock: Clock,
+    /// Long-polling fetches waiting for a partition's HW (or DSO) to move.
+    pub waiters: AppendWaiters,
+    /// delivery delay (issue 8): next DSO move per partition.
+    pub delivery: DeliveryTimer,
+    states: Mutex<HashMap<TopicPartition, Arc<Mutex<Partition>>>>,
+    next_wait: AtomicU64,
+    /// Producers waiting for their acks condition, by the core's wait id.
+    acks: Mutex<HashMap<WaitId, oneshot::Sender<ErrorCode>>>,
+}
+
+/// The core's view of a partition's settings, from its log config.
+fn partition_config(c: &LogConfig) -> PartitionConfig {
+    PartitionConfig {
+        durable: c.is_durable(),
+        ..PartitionConfig::default()
+    }
+}
+
+impl ReplicaManager {
+    /// Takes over the loaded logs: every hosted log becomes a leader (epoch of the image, 0 on
+    /// one node) whose HW is its log end (Kafka's makeLeader: everything on disk after
+    /// recovery counts, not the last checkpoint). Then creates the logs the image assigns to
+    /// this node and the disk lacks (a crash between metadata and log creation).
+    pub fn open(
+        node_id: i32,
+        logs: Arc<LogManager>,
+        image: &MetadataImage,
+        config_for: &dyn Fn(&TopicInfo) -> LogConfig,
+    ) -> Arc<Self> {
+        let clock = logs.clock().clone();
+        let rm = Arc::new(Self {
+            node_id,
+            logs,
+            clock,
+            waiters: AppendWaiters::new(),
+            delivery: DeliveryTimer::new(),
+            states: Mutex::new(HashMap::new()),
+            next_wait: AtomicU64::new(1),
+            acks: Mutex::new(HashMap::new()),
+        });
+        for (tp, log) in rm.logs.all() {
+            if image
+                .topic(&tp.topic)
+                .is_none_or(|t| tp.partition >= t.partitions)
+            {
+                tracing::warn!(%tp, "stray partition: its topic is not in the metadata; it is not served");
+                continue;
+            }
+            let mut l = log.lock();
+            let leo = l.log_end_offset();
+            rm.install(&tp, &mut l, leo);
+        }
+        for info in image.topics.values() {
+            rm.ensure_assigned(info, config_for(info));
+        }
+        rm
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// The storage underneath (the log manager's background work, shutdown, the cleaner and
+    /// scrubber threads; never a handler).
+    pub fn log_manager(&self) -> &Arc<LogManager> {
+        &self.logs
+    }
+
+    /// Makes this node the leader of `tp` over `l`, durable up to `durable_end`.
+    fn install(&self, tp: &TopicPartition, l: &mut Log, durable_end: i64) -> Arc<Mutex<Partition>> {
+        let local = LocalLog {
+            log_start_offset: l.log_start_offset(),
+            log_end_offset: l.log_end_offset(),
+            durable_end,
+            high_watermark: l.high_watermark(),
+        };
+        let (p, fx) = Partition::single_leader(
+            self.node_id,
+            partition_config(l.config()),
+            local,
+            self.clock.now_ms(),
+        );
+        let state = Arc::new(Mutex::new(p));
+        self.states.lock().insert(tp.clone(), Arc::clone(&state));
+        self.apply(l, fx);
+        state
+    }
+
+    /// Creates the logs of `info`'s partitions that this node is assigned and lacks.
+    pub fn ensure_assigned(&self, info: &TopicInfo, config: LogConfig) {
+        let now = self.clock.now_ms();
+        for p in 0..info.partitions {
+            let tp = TopicPartition::new(info.name.clone(), p);
+            if self.states.lock().contains_key(&tp) {
+                continue;
+            }
+            match self.logs.get_or_create(&tp, config.clone(), now) {
+                Ok(log) => {
+                    let mut l = log.lock();
+                    let synced = l.sync().synced().min(l.log_end_offset());
+                    self.install(&tp, &mut l, synced);
+                }
+                Err(e) => {
+                    tracing::error!(%tp, error = %e, "cannot create an assigned partition's log");
+                }
+            }
+        }
+    }
+
+    /// Removes the logs of a deleted topic's partitions `0..partitions`.
+    pub fn delete_partitions(&self, topic: &str, partitions: i32) {
+        for p in 0..partitions {
+            let tp = TopicPartition::new(topic, p);
+            if let Some(state) = self.states.lock().remove(&tp) {
+                state.lock().resign();
+            }
+            if let Err(e) = self.logs.delete(&tp) {
+                tracing::error!(%tp, error = %e, "topic deleted but its log could not be removed");
+            }
+            self.waiters.notify(&tp);
+        }
+    }
+
+    /// A hosted partition of a known topic. Out of range -> UNKNOWN_TOPIC_OR_PARTITION; its log
+    /// dir offline -> KAFKA_STORAGE_ERROR; not hosted here -> NOT_LEADER_OR_FOLLOWER.
+    pub(crate) fn hosted(&self, info: &TopicInfo, partition: i32) -> Result<Hosted, ErrorCode> {
+        if partition < 0 || partition >= info.partitions {
+            return Err(ErrorCode::UnknownTopicOrPartition);
+        }
+        let tp = TopicPartition::new(info.name.clone(), partition);
+        // issue 12: a partition whose log dir is offline answers KAFKA_STORAGE_ERROR.
+        self.logs
+            .check_partition_online(&tp)
+            .map_err(|e| e.error_code())?;
+        let state = self.states.lock().get(&tp).cloned();
+        match (state, self.logs.get(&tp)) {
+            (Some(state), Some(log)) => Ok(Hosted { tp, log, state }),
+            _ => Err(ErrorCode::NotLeaderOrFollower),
+        }
+    }
+
+    /// The leader epoch of a hosted partition.
+    pub fn leader_epoch(&self, tp: &TopicPartition) -> Option<i32> {
+        self.states.lock().get(tp).map(|s| s.lock().leader_epoch())
+    }
+
+    /// Is `tp`'s log dir online (issue 12)?
+    pub fn is_partition_online(&self, tp: &TopicPartition) -> bool {
+        self.logs.check_partition_online(tp).is_ok()
+    }
+
+    /// Are all log dirs online?
+    pub fn all_dirs_online(&self) -> bool {
+        self.logs.all_dirs_online()
+    }
+
+    /// Carries out the core's effects on `l` (the caller holds its lock and may hold the
+    /// state's); wakes fetchers when the HW moved.
+    fn apply(&self, l: &mut Log, effects: Vec<Effect>) {
+        let mut moved = false;
+        for e in effects {
+            match e {
+                Effect::HighWatermarkAdvanced { new, .. }
+                | Effect::HighWatermarkLowered { new, .. } => {
+                    l.set_high_watermark(new);
+                    moved = true;
+                }
+                Effect::AckCompleted { wait, error } => {
+                    if let Some(tx) = self.acks.lock().remove(&wait) {
+                        let _ = tx.send(error);
+                    }
+                }
+                Effect::LogEndAdvanced { .. } => {}
+                Effect::ProposeIsr { .. } => {
+                    // One replica: the ISR never changes (AlterPartition comes with replication).
+                    tracing::debug!(tp = %l.topic_partition(), "ISR change proposed on a single node; ignored");
+                }
+            }
+        }
+        if moved {
+            self.waiters.notify(l.topic_partition());
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Reads: Fetch, ListOffsets and OffsetForLeaderEpoch, all bounded by the core's one rule
+//! (`Partition::read_bound`): a consumer reads to min(HW, DSO), or min(LSO, DSO) with
+//! read_committed; a replica id that is not a follower of this partition reads to the HW; a
+//! follower (replication, later) to the log end. The reported high watermark is always the
+//! real one (lag counts records still waiting for delivery); the reported LSO is capped by the
+//! DSO for consumers.
+//!
+//! Before deciding, the core hears the log's current start offset (retention and DeleteRecords
+//! move it in storage) so the reported log start is never stale.
+
+use skiff_metadata::TopicInfo;
+use skiff_replication::{BoundInputs, ReadBound, Reader};
+use skiff_storage::{FileSlice, Log, StorageError, TimestampOffset};
+use skiff_types::ErrorCode;
+
+use super::{Hosted, ReplicaManager};
+
+/// One partition read of a Fetch.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadParams {
+    pub fetch_offset: i64,
+    pub max_bytes: usize,
+    pub min_one_message: bool,
+    pub reader: Reader,
+    /// The request's `CurrentLeaderEpoch` (-1: not given).
+    pub current_leader_epoch: i32,
+}
+
+/// A Fetch read's answer: the bound it was read under (what the response reports) and the
+/// bytes, or storage's refusal (OFFSET_OUT_OF_RANGE, a quarantined range, I/O).
+#[derive(Debug)]
+pub struct PartitionRead {
+    pub bound: ReadBound,
+    pub result: Result<Option<FileSlice>, StorageError>,
+}
+
+impl ReplicaManager {
+    /// Locks `h`, checks the leader epoch, refreshes the log start and computes the bound.
+    fn bounded<T>(
+        &self,
+        h: &Hosted,
+        reader: Reader,
+        current_leader_epoch: i32,
+        f: impl FnOnce(&mut Log, ReadBound) -> T,
+    ) -> Result<T, ErrorCode> {
+        let mut l = h.log.lock();
+        let mut st = h.state.lock();
+        let check = st.check_leader_epoch(current_leader_epoch);
+        if check != ErrorCode::None {
+            return Err(check);
+        }
+        let start = l.log_start_offset();
+        if start > st.log_start_offset() {
+            let fx = st.on_log_start_advanced(start);
+            self.apply(&mut l, fx);
+        }
+        let delivery_stable_offset = match reader {
+            Reader::Consumer(_) => l.delivery_stable_offset(self.clock.now_ms()),
+            Reader::Replica(_) => None,
+        };
+        let inputs = BoundInputs {
+            first_unstable_offset: None,
+            delivery_stable_offset,
+        };
+        let bound = st.read_bound(reader, inputs)?;
+        drop(st);
+        Ok(f(&mut l, bound))
+    }
+
+    /// Fetch: one partition's records under the read bound. `Err` is a partition-level error
+    /// with nothing to report (unknown, not hosted, fenced epoch).
+    pub fn read(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        p: &ReadParams,
+    ) -> Result<PartitionRead, ErrorCode> {
+        let h = self.hosted(info, partition)?;
+        self.bounded(&h, p.reader, p.current_leader_epoch, |l, bound| {
+            let result = l
+                .read(
+                    p.fetch_offset,
+                    p.max_bytes,
+                    bound.max_offset,
+                    p.min_one_message,
+                )
+                .map(|r| r.slice);
+            PartitionRead { bound, result }
+        })
+    }
+
+    /// ListOffsets: the offset for `timestamp` (Kafka's special values included) below the
+    /// reader's bound; `Ok(None)` is Kafka's "not found".
+    pub fn offset_for_timestamp(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        current_leader_epoch: i32,
+        reader: Reader,
+        timestamp: i64,
+    ) -> Result<Option<TimestampOffset>, ErrorCode> {
+        let h = self.hosted(info, partition)?;
+        self.bounded(&h, reader, current_leader_epoch, |l, bound| {
+            l.offset_for_timestamp(timestamp, bound.max_offset)
+        })?
+        .map_err(|e| {
+            tracing::error!(topic = %info.name, partition, error = %e, "ListOffsets lookup failed");
+            e.error_code()
+        })
+    }
+
+    /// OffsetForLeaderEpoch: (epoch, end offset) of the largest epoch <= `leader_epoch`, the
+    /// log end for the current epoch (KIP-101 / KIP-279).
+    pub fn end_offset_for_epoch(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    ) -> Result<(i32, i64), ErrorCode> {
+        let h = self.hosted(info, partition)?;
+        let l = h.log.lock();
+        let st = h.state.lock();
+        let check = st.check_leader_epoch(current_leader_epoch);
+        if check != ErrorCode::None {
+            return Err(check);
+        }
+        let current = st.leader_epoch();
+        let epochs = l.leader_epochs();
+        let leo = l.log_end_offset();
+        if leader_epoch == current && epochs.latest_epoch().is_none_or(|e| e <= current) {
+            return Ok((current, leo));
+        }
+        Ok(epochs.end_offset_for(leader_epoch, leo))
+    }
+}
+
+impl ReplicaManager {
+    /// The group coordinator's replay: the leader's own log from `offset`, up to its log end
+    /// (not the HW: a coordinator loads everything it wrote). Returns the slice and the
+    /// log's (start, end) offsets at the read.
+    pub fn read_local(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        offset: Option<i64>,
+        max_bytes: usize,
+    ) -> Result<LocalRead, ErrorCode> {
+        let h = self.hosted(info, partition)?;
+        let l = h.log.lock();
+        let (start, end) = (l.log_start_offset(), l.log_end_offset());
+        let from = offset.unwrap_or(start);
+        if from >= end {
+            return Ok(LocalRead {
+                start,
+                end,
+                slice: Ok(None),
+            });
+        }
+        let slice = l.read(from, max_bytes, end, true).map(|r| r.slice);
+        Ok(LocalRead { start, end, slice })
+    }
+}
+
+/// A read of the local log ([`ReplicaManager::read_local`]).
+#[derive(Debug)]
+pub struct LocalRead {
+    pub start: i64,
+    pub end: i64,
+    pub slice: Result<Option<FileSlice>, StorageError>,
+}
