@@ -13,16 +13,24 @@
 //! `Arc` snapshot of the image and never block writers for long.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod controller;
 mod frame;
 mod image;
 mod log_dir;
+mod meta_log;
 mod store;
 
-pub use image::{MetadataImage, TopicId, TopicInfo};
+pub use controller::{Ctx, Request, Response, handle};
+pub use frame::Record;
+pub use image::{
+    BrokerEndpoint, BrokerRegistration, MetadataImage, NO_LEADER, NO_LEADER_CHANGE, PartitionInfo,
+    TopicId, TopicInfo, replay,
+};
 pub use log_dir::{
     Decision as LogDirDecision, LogDirError, META_PROPERTIES, MetaState, decide as decide_log_dir,
     first_log_dir_cluster_id, format_log_dir, partition_data_in,
 };
+pub use meta_log::{Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog};
 pub use store::{MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;
@@ -38,6 +46,11 @@ pub enum MetadataError {
     InvalidPartitions(String),
     #[error("{0}")]
     InvalidTopic(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// A request the controller cannot serve for a reason of its own (an exhausted id space).
+    #[error("{0}")]
+    Internal(String),
     #[error("metadata log: {0}")]
     Storage(String),
     /// The first log dir cannot be used (its `meta.properties`).
@@ -53,6 +66,8 @@ impl MetadataError {
             MetadataError::UnknownTopic(_) => ErrorCode::UnknownTopicOrPartition,
             MetadataError::InvalidPartitions(_) => ErrorCode::InvalidPartitions,
             MetadataError::InvalidTopic(_) => ErrorCode::InvalidTopicException,
+            MetadataError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            MetadataError::Internal(_) => ErrorCode::UnknownServerError,
             MetadataError::Storage(_) | MetadataError::LogDir(_) => ErrorCode::KafkaStorageError,
         }
     }
