@@ -89,7 +89,7 @@ pub struct BrokerRegistration {
 }
 
 /// An immutable view of the cluster metadata.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MetadataImage {
     pub topics: BTreeMap<String, TopicInfo>,
     names_by_id: HashMap<TopicId, String>,

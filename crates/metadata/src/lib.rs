@@ -102,4 +102,6 @@ pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
 }
 
 #[cfg(test)]
+mod controller_tests;
+#[cfg(test)]
 mod tests;
