@@ -104,4 +104,8 @@ pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
 #[cfg(test)]
 mod controller_tests;
 #[cfg(test)]
+mod image_tests;
+#[cfg(test)]
+mod store_tests;
+#[cfg(test)]
 mod tests;
