@@ -1,24 +1,32 @@
 //! KRaft's metadata record framing (`MetadataRecordSerde`): unsigned varints frame version (1),
 //! record type and record version, then the record body.
+//!
+//! Invariant: every record the controller ([`crate::controller`]) emits is a variant here and
+//! encodes at one fixed version; decoding accepts every version the generated code knows, and
+//! skips record types Skiff does not use yet (so a newer log still opens).
 
 use bytes::{Buf, Bytes, BytesMut};
 use skiff_protocol::{
-    Codec, ConfigRecord, MetadataRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord,
-    TopicRecord, WireWrite,
+    Codec, ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
+    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, WireWrite,
 };
 
 use crate::MetadataError;
 
 const FRAME_VERSION: u32 = 1;
 
-/// The records the store writes and replays.
+/// The metadata records Skiff writes and replays (the unit a [`crate::MetadataLog`] commits).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Record {
+pub enum Record {
     Topic(TopicRecord),
     Partition(PartitionRecord),
+    /// Replayed with Kafka's merge rules (absent fields unchanged); not emitted yet (the ISR
+    /// and leader changes of the replication issue emit it).
+    PartitionChange(PartitionChangeRecord),
     Config(ConfigRecord),
     RemoveTopic(RemoveTopicRecord),
     ProducerIds(ProducerIdsRecord),
+    RegisterBroker(RegisterBrokerRecord),
 }
 
 fn frame<R: MetadataRecord>(r: &R, version: i16) -> Result<Bytes, MetadataError> {
@@ -32,10 +40,13 @@ fn frame<R: MetadataRecord>(r: &R, version: i16) -> Result<Bytes, MetadataError>
 }
 
 impl Record {
-    pub(crate) fn encode(&self) -> Result<Bytes, MetadataError> {
+    /// The framed bytes of this record (a record value in the metadata log).
+    pub fn encode(&self) -> Result<Bytes, MetadataError> {
         match self {
             Record::Topic(r) => frame(r, 0),
             Record::Partition(r) => frame(r, 0),
+            Record::PartitionChange(r) => frame(r, 0),
+            Record::RegisterBroker(r) => frame(r, 3),
             Record::Config(r) => frame(r, 0),
             Record::RemoveTopic(r) => frame(r, 0),
             Record::ProducerIds(r) => frame(r, 0),
@@ -43,7 +54,7 @@ impl Record {
     }
 
     /// Decodes one framed record; unknown record types are `Ok(None)` (skipped on replay).
-    pub(crate) fn decode(mut buf: Bytes) -> Result<Option<Record>, MetadataError> {
+    pub fn decode(mut buf: Bytes) -> Result<Option<Record>, MetadataError> {
         let bad = |what: &str| MetadataError::Storage(format!("malformed metadata record: {what}"));
         let frame_version = read_uvarint(&mut buf).ok_or_else(|| bad("frame version"))?;
         if frame_version != FRAME_VERSION {
@@ -60,6 +71,12 @@ impl Record {
             PartitionRecord::RECORD_TYPE => {
                 Record::Partition(PartitionRecord::decode(&mut buf, version).map_err(err)?)
             }
+            PartitionChangeRecord::RECORD_TYPE => Record::PartitionChange(
+                PartitionChangeRecord::decode(&mut buf, version).map_err(err)?,
+            ),
+            RegisterBrokerRecord::RECORD_TYPE => Record::RegisterBroker(
+                RegisterBrokerRecord::decode(&mut buf, version).map_err(err)?,
+            ),
             ConfigRecord::RECORD_TYPE => {
                 Record::Config(ConfigRecord::decode(&mut buf, version).map_err(err)?)
             }

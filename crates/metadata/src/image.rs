@@ -1,10 +1,32 @@
-//! The in-memory image of the metadata log: what replaying every record yields.
+//! The in-memory image of the metadata log: what replaying every committed record yields.
+//!
+//! Mental model: an image is a value. [`replay`] takes an image and committed records and
+//! returns the next image; the old one stays valid for whoever holds it (readers hold an
+//! `Arc`). Replay never fails: a record that names something the image lacks (a partition
+//! change for an unknown partition, a config of an unknown topic) is skipped, as a follower
+//! replaying a log it did not validate must do.
+//!
+//! Invariants:
+//! - `topics[name].partitions` is one more than the highest partition id any `PartitionRecord`
+//!   gave the topic, and [`MetadataImage::partition`] has an entry for each id recorded.
+//! - A `PartitionChangeRecord` changes only the fields it carries (Kafka's
+//!   `PartitionRegistration.merge`): `isr`/`replicas`/`adding`/`removing` null = unchanged,
+//!   `leader` -2 = unchanged, `leader_recovery_state` -1 = unchanged. A leader change (any
+//!   `leader` other than -2) bumps the leader epoch by one; every change bumps the partition
+//!   epoch by one.
+//! - `RemoveTopicRecord` drops the topic, its partitions and its config overrides.
+//! - The broker registry holds the latest `RegisterBrokerRecord` per broker id; the highest
+//!   broker epoch ever registered only grows.
 
 use std::collections::{BTreeMap, HashMap};
 
 use skiff_protocol::{
-    ConfigRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord,
+    ConfigRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+    RemoveTopicRecord, TopicRecord,
 };
+use uuid::Uuid;
+
+use crate::frame::Record;
 
 /// A topic id (UUID bytes). All zeros means "none".
 pub type TopicId = [u8; 16];
@@ -13,6 +35,11 @@ pub type TopicId = [u8; 16];
 pub(crate) const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's ConfigResource type for brokers (name "" = the cluster-wide default).
 pub(crate) const RESOURCE_BROKER: i8 = 4;
+
+/// `PartitionChangeRecord.leader`: the leader did not change.
+pub const NO_LEADER_CHANGE: i32 = -2;
+/// A partition without a leader.
+pub const NO_LEADER: i32 = -1;
 
 /// One topic as the image knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,16 +51,66 @@ pub struct TopicInfo {
     pub configs: BTreeMap<String, String>,
 }
 
+/// One partition's registration (Kafka's `PartitionRegistration`, without directories and
+/// ELR, which Skiff does not record yet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionInfo {
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub adding_replicas: Vec<i32>,
+    pub removing_replicas: Vec<i32>,
+    /// The leader's broker id, or [`NO_LEADER`].
+    pub leader: i32,
+    /// 0: recovered; 1: recovering after an unclean election.
+    pub leader_recovery_state: i8,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+}
+
+/// One listener of a registered broker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    pub security_protocol: i16,
+}
+
+/// One broker's registration (from its latest `RegisterBrokerRecord`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerRegistration {
+    pub id: i32,
+    pub incarnation_id: Uuid,
+    pub epoch: i64,
+    pub endpoints: Vec<BrokerEndpoint>,
+    pub rack: Option<String>,
+    pub fenced: bool,
+    pub in_controlled_shutdown: bool,
+}
+
 /// An immutable view of the cluster metadata.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MetadataImage {
     pub topics: BTreeMap<String, TopicInfo>,
     names_by_id: HashMap<TopicId, String>,
+    partitions: HashMap<TopicId, BTreeMap<i32, PartitionInfo>>,
+    brokers: BTreeMap<i32, BrokerRegistration>,
+    /// The highest broker epoch ever registered (survives a broker's re-registration).
+    max_broker_epoch: i64,
     /// The first producer id of the next block to allocate.
     pub next_producer_id_block: i64,
     /// Dynamic broker configs by resource name: "" is the cluster-wide default, a node id
     /// (decimal) one broker's own layer. Only keys set explicitly.
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// The image after `records` (committed, in log order) on top of `image`.
+pub fn replay(image: &MetadataImage, records: &[Record]) -> MetadataImage {
+    let mut next = image.clone();
+    for r in records {
+        next.apply(r);
+    }
+    next
 }
 
 impl MetadataImage {
@@ -45,7 +122,50 @@ impl MetadataImage {
         self.names_by_id.get(id).and_then(|n| self.topics.get(n))
     }
 
-    pub(crate) fn apply_topic(&mut self, r: &TopicRecord) {
+    /// One partition's registration.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionInfo> {
+        let id = self.topics.get(topic)?.id;
+        self.partitions.get(&id)?.get(&partition)
+    }
+
+    /// A topic's partitions by id, in order (empty for an unknown topic).
+    pub fn partitions(&self, topic: &str) -> impl Iterator<Item = (i32, &PartitionInfo)> {
+        self.topics
+            .get(topic)
+            .and_then(|t| self.partitions.get(&t.id))
+            .into_iter()
+            .flat_map(|m| m.iter().map(|(p, info)| (*p, info)))
+    }
+
+    /// One broker's registration.
+    pub fn broker(&self, id: i32) -> Option<&BrokerRegistration> {
+        self.brokers.get(&id)
+    }
+
+    /// Every registered broker, by id.
+    pub fn brokers(&self) -> impl Iterator<Item = &BrokerRegistration> {
+        self.brokers.values()
+    }
+
+    /// The highest broker epoch any registration has carried (0 before the first).
+    pub fn max_broker_epoch(&self) -> i64 {
+        self.max_broker_epoch
+    }
+
+    /// Applies one committed record in place.
+    pub fn apply(&mut self, r: &Record) {
+        match r {
+            Record::Topic(t) => self.apply_topic(t),
+            Record::Partition(p) => self.apply_partition(p),
+            Record::PartitionChange(c) => self.apply_partition_change(c),
+            Record::Config(c) => self.apply_config(c),
+            Record::RemoveTopic(t) => self.apply_remove_topic(t),
+            Record::ProducerIds(p) => self.apply_producer_ids(p),
+            Record::RegisterBroker(b) => self.apply_register_broker(b),
+        }
+    }
+
+    fn apply_topic(&mut self, r: &TopicRecord) {
         let id = *r.topic_id.as_bytes();
         self.names_by_id.insert(id, r.name.clone());
         self.topics.insert(
@@ -59,16 +179,64 @@ impl MetadataImage {
         );
     }
 
-    pub(crate) fn apply_partition(&mut self, r: &PartitionRecord) {
+    fn apply_partition(&mut self, r: &PartitionRecord) {
         let id = *r.topic_id.as_bytes();
-        if let Some(name) = self.names_by_id.get(&id)
-            && let Some(t) = self.topics.get_mut(name)
-        {
-            t.partitions = t.partitions.max(r.partition_id.saturating_add(1));
-        }
+        let Some(t) = self
+            .names_by_id
+            .get(&id)
+            .and_then(|name| self.topics.get_mut(name))
+        else {
+            return;
+        };
+        t.partitions = t.partitions.max(r.partition_id.saturating_add(1));
+        self.partitions.entry(id).or_default().insert(
+            r.partition_id,
+            PartitionInfo {
+                replicas: r.replicas.clone(),
+                isr: r.isr.clone(),
+                adding_replicas: r.adding_replicas.clone(),
+                removing_replicas: r.removing_replicas.clone(),
+                leader: r.leader,
+                leader_recovery_state: r.leader_recovery_state,
+                leader_epoch: r.leader_epoch,
+                partition_epoch: r.partition_epoch,
+            },
+        );
     }
 
-    pub(crate) fn apply_config(&mut self, r: &ConfigRecord) {
+    fn apply_partition_change(&mut self, r: &PartitionChangeRecord) {
+        let id = *r.topic_id.as_bytes();
+        let Some(p) = self
+            .partitions
+            .get_mut(&id)
+            .and_then(|m| m.get_mut(&r.partition_id))
+        else {
+            tracing::warn!(
+                partition = r.partition_id,
+                "change of an unknown partition skipped"
+            );
+            return;
+        };
+        let set = |field: &mut Vec<i32>, new: &Option<Vec<i32>>| {
+            if let Some(v) = new {
+                field.clone_from(v);
+            }
+        };
+        set(&mut p.replicas, &r.replicas);
+        set(&mut p.isr, &r.isr);
+        set(&mut p.adding_replicas, &r.adding_replicas);
+        set(&mut p.removing_replicas, &r.removing_replicas);
+        if r.leader != NO_LEADER_CHANGE {
+            p.leader = r.leader;
+            p.leader_epoch = p.leader_epoch.saturating_add(1);
+        }
+        if r.leader_recovery_state >= 0 {
+            p.leader_recovery_state = r.leader_recovery_state;
+        }
+        p.partition_epoch = p.partition_epoch.saturating_add(1);
+    }
+
+    fn apply_config(&mut self, r: &ConfigRecord) {
         if r.resource_type == RESOURCE_BROKER {
             let layer = self
                 .broker_configs
@@ -102,14 +270,40 @@ impl MetadataImage {
         }
     }
 
-    pub(crate) fn apply_remove_topic(&mut self, r: &RemoveTopicRecord) {
+    fn apply_remove_topic(&mut self, r: &RemoveTopicRecord) {
         let id = *r.topic_id.as_bytes();
         if let Some(name) = self.names_by_id.remove(&id) {
             self.topics.remove(&name);
         }
+        self.partitions.remove(&id);
     }
 
-    pub(crate) fn apply_producer_ids(&mut self, r: &ProducerIdsRecord) {
+    fn apply_producer_ids(&mut self, r: &ProducerIdsRecord) {
         self.next_producer_id_block = self.next_producer_id_block.max(r.next_producer_id);
+    }
+
+    fn apply_register_broker(&mut self, r: &RegisterBrokerRecord) {
+        self.max_broker_epoch = self.max_broker_epoch.max(r.broker_epoch);
+        self.brokers.insert(
+            r.broker_id,
+            BrokerRegistration {
+                id: r.broker_id,
+                incarnation_id: r.incarnation_id,
+                epoch: r.broker_epoch,
+                endpoints: r
+                    .end_points
+                    .iter()
+                    .map(|e| BrokerEndpoint {
+                        name: e.name.clone(),
+                        host: e.host.clone(),
+                        port: e.port,
+                        security_protocol: e.security_protocol,
+                    })
+                    .collect(),
+                rack: r.rack.clone(),
+                fenced: r.fenced,
+                in_controlled_shutdown: r.in_controlled_shutdown,
+            },
+        );
     }
 }

@@ -1,28 +1,56 @@
-//! Skiff L3: cluster metadata (topics, partitions, topic configs, dynamic broker configs,
-//! producer-id blocks).
+//! Skiff L3: cluster metadata (topics and their partitions' registrations, topic configs,
+//! dynamic broker configs, producer-id blocks, the broker registry) as a state machine over a
+//! log of Kafka's own metadata records.
 //!
-//! Mental model: the metadata is a log of Kafka's own metadata records (`TopicRecord`,
-//! `PartitionRecord`, `ConfigRecord`, `RemoveTopicRecord`, `ProducerIdsRecord`, framed as in
-//! KRaft: unsigned-varint frame version 1, record type, record version, then the record) stored as
-//! record values in v2 batches of the partition log `__cluster_metadata-0`. Every change is
-//! appended and fsynced before it is applied; on start the log is replayed into an immutable
-//! [`MetadataImage`]. These are the same records a Raft quorum will replicate later: only the
-//! log underneath changes.
+//! Mental model, three rooms:
+//! - **Records** ([`Record`], `frame.rs`): `TopicRecord`, `PartitionRecord`,
+//!   `PartitionChangeRecord`, `ConfigRecord`, `RemoveTopicRecord`, `ProducerIdsRecord`,
+//!   `RegisterBrokerRecord`, framed as in KRaft (unsigned-varint frame version 1, record type,
+//!   record version, then the record).
+//! - **The pure state machine**: [`handle`] (`controller.rs`) turns `(image, request, ctx)`
+//!   into the records of one atomic change and the response, validating against the image;
+//!   [`replay`] (`image.rs`) turns `(image, committed records)` into the next
+//!   [`MetadataImage`]. No I/O, no clock, no randomness: `now_ms` and the node id come in
+//!   [`Ctx`], fresh ids in the request.
+//! - **The log** ([`MetadataLog`], `meta_log.rs`): propose records (return once committed),
+//!   replay committed records on open. Today [`LocalMetadataLog`]: the partition log
+//!   `__cluster_metadata-0`, one v2 batch per change, committed = appended + fsynced. The Raft
+//!   quorum of the next issue implements the same trait; nothing above it changes.
+//!
+//! [`MetadataStore`] (`store.rs`) is the thin shell: writer lock, image snapshot, `handle`,
+//! `propose`, `replay`, publish; plus the wall clock, random ids and the in-memory producer-id
+//! block. `log_dir.rs` is the `meta.properties` rule of every `log.dirs` entry.
+//!
+//! Invariants: the published image is the replay of exactly the committed records (a change
+//! is applied only after `propose` returned `Ok`; a failed proposal publishes nothing); one
+//! change is one batch, committed whole or not at all; replay never fails on a record that
+//! names something absent (it is skipped) and skips record types it does not know; after
+//! `open` the broker registry holds this node (registered once, durably, when absent); logs
+//! written before the state machine (no `RegisterBrokerRecord`, no `PartitionChangeRecord`)
+//! replay to the same topics, configs and producer-id blocks.
 //!
 //! Threads: [`MetadataStore`] is `Sync`; writers serialise on one mutex; readers take a cheap
 //! `Arc` snapshot of the image and never block writers for long.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod controller;
 mod frame;
 mod image;
 mod log_dir;
+mod meta_log;
 mod store;
 
-pub use image::{MetadataImage, TopicId, TopicInfo};
+pub use controller::{Ctx, Request, Response, handle};
+pub use frame::Record;
+pub use image::{
+    BrokerEndpoint, BrokerRegistration, MetadataImage, NO_LEADER, NO_LEADER_CHANGE, PartitionInfo,
+    TopicId, TopicInfo, replay,
+};
 pub use log_dir::{
     Decision as LogDirDecision, LogDirError, META_PROPERTIES, MetaState, decide as decide_log_dir,
     first_log_dir_cluster_id, format_log_dir, partition_data_in,
 };
+pub use meta_log::{Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog};
 pub use store::{MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;
@@ -38,6 +66,11 @@ pub enum MetadataError {
     InvalidPartitions(String),
     #[error("{0}")]
     InvalidTopic(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// A request the controller cannot serve for a reason of its own (an exhausted id space).
+    #[error("{0}")]
+    Internal(String),
     #[error("metadata log: {0}")]
     Storage(String),
     /// The first log dir cannot be used (its `meta.properties`).
@@ -53,6 +86,8 @@ impl MetadataError {
             MetadataError::UnknownTopic(_) => ErrorCode::UnknownTopicOrPartition,
             MetadataError::InvalidPartitions(_) => ErrorCode::InvalidPartitions,
             MetadataError::InvalidTopic(_) => ErrorCode::InvalidTopicException,
+            MetadataError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            MetadataError::Internal(_) => ErrorCode::UnknownServerError,
             MetadataError::Storage(_) | MetadataError::LogDir(_) => ErrorCode::KafkaStorageError,
         }
     }
@@ -86,5 +121,11 @@ pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
     Ok(())
 }
 
+#[cfg(test)]
+mod controller_tests;
+#[cfg(test)]
+mod image_tests;
+#[cfg(test)]
+mod store_tests;
 #[cfg(test)]
 mod tests;

@@ -1,38 +1,35 @@
-//! The persisted metadata store: a durable partition log of metadata records plus the image.
+//! The metadata store: a thin shell around the pure controller and a [`MetadataLog`].
+//!
+//! Mental model: every write is `lock -> image snapshot -> controller::handle -> propose ->
+//! replay into a new image -> publish`. The shell adds only what is not metadata state: the
+//! writer lock, the broker's injected [`Clock`] (its `now_ms` passed into the pure part), fresh random ids, and the
+//! producer-id block this process is handing ids out of (in memory, like Kafka's
+//! `ProducerIdManager`: a restart starts a new block).
+//!
+//! Invariants: the published image is always the replay of the committed records (a failed
+//! proposal publishes nothing); writers serialise on one mutex, readers never wait on a
+//! proposal; after `open` the image's broker registry holds this node.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use skiff_protocol::{
-    ConfigRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord,
-};
-use skiff_record::{BatchBuilder, BatchOptions, RecordError};
-// Replaced by the injected Clock when the metadata shell lands (issue 13 item 4).
-fn now_ms() -> i64 {
-    skiff_types::Clock::system().now_ms()
-}
-use skiff_storage::{Log, LogConfig, LogOpenOptions};
-use skiff_types::TopicPartition;
-use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
+use skiff_types::Clock;
 use uuid::Uuid;
 
-use crate::frame::Record;
-use crate::image::{MetadataImage, RESOURCE_BROKER, RESOURCE_TOPIC, TopicInfo};
-use crate::{MetadataError, validate_topic_name};
+use crate::MetadataError;
+use crate::controller::{self, Ctx, Request, Response};
+use crate::image::{MetadataImage, TopicInfo, replay};
+use crate::meta_log::{LocalMetadataLog, MetadataLog};
 
-/// Producer ids are handed out from blocks of this size recorded in the log.
-pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
-
-/// The metadata partition's name, as in KRaft.
-pub const METADATA_TOPIC: &str = "__cluster_metadata";
+pub use crate::controller::PRODUCER_ID_BLOCK_SIZE;
 
 #[derive(Debug)]
 struct Writer {
-    log: Log,
-    producer_ids: std::ops::Range<i64>,
+    log: Box<dyn MetadataLog>,
+    producer_ids: Range<i64>,
     /// No id below this is handed out (see [`MetadataStore::reserve_producer_ids_above`]).
     producer_id_floor: i64,
 }
@@ -44,10 +41,12 @@ pub struct MetadataStore {
     image: RwLock<Arc<MetadataImage>>,
     cluster_id: String,
     node_id: i32,
+    /// The broker's clock: record timestamps and the pure part's `now_ms`.
+    clock: Clock,
 }
 
-fn storage_err(e: impl std::fmt::Display) -> MetadataError {
-    MetadataError::Storage(e.to_string())
+fn unexpected(r: Response) -> MetadataError {
+    MetadataError::Internal(format!("unexpected controller response {r:?}"))
 }
 
 impl MetadataStore {
@@ -55,40 +54,25 @@ impl MetadataStore {
     /// The log dir holding it must carry `meta.properties` (its cluster id), or be empty and
     /// is then formatted with a fresh id, before the log is touched
     /// ([`crate::first_log_dir_cluster_id`]; the caller holds the dir's lock).
-    pub fn open(metadata_dir: &Path, node_id: i32) -> Result<Self, MetadataError> {
+    pub fn open(metadata_dir: &Path, node_id: i32, clock: Clock) -> Result<Self, MetadataError> {
         let log_dir = metadata_dir.parent().unwrap_or_else(|| Path::new("."));
         let cluster_id = crate::first_log_dir_cluster_id(log_dir, node_id)?;
-        let config = LogConfig {
-            flush_messages: 1,
-            ..LogConfig::default()
-        };
-        // The metadata log is small: always re-validate it fully on open.
-        let opts = LogOpenOptions {
-            recovery_point: 0,
-            log_start_offset: 0,
-            high_watermark: 0,
-            clean_shutdown: false,
-            now_ms: now_ms(),
-        };
-        let (mut log, report) = Log::open(
-            metadata_dir,
-            TopicPartition::new(METADATA_TOPIC, 0),
-            config,
-            opts,
-        )
-        .map_err(storage_err)?;
-        if report.truncated_bytes > 0 {
-            tracing::warn!(
-                bytes = report.truncated_bytes,
-                "metadata log had a torn tail; truncated"
-            );
-        }
-        let leo = log.log_end_offset();
-        log.set_high_watermark(leo);
+        let log = LocalMetadataLog::open(metadata_dir, clock.now_ms())?;
+        Self::open_with_log(Box::new(log), cluster_id, node_id, clock)
+    }
+
+    /// Replays `log` into the image and registers this node (one durable record) if the
+    /// image lacks it. [`MetadataStore::open`] is this over the local log.
+    pub fn open_with_log(
+        mut log: Box<dyn MetadataLog>,
+        cluster_id: String,
+        node_id: i32,
+        clock: Clock,
+    ) -> Result<Self, MetadataError> {
         let mut image = MetadataImage::default();
-        replay(&log, &mut image)?;
-        tracing::info!(topics = image.topics.len(), records_end = leo, %cluster_id, "metadata loaded");
-        Ok(MetadataStore {
+        let end = log.replay(&mut |r| image.apply(&r))?;
+        tracing::info!(topics = image.topics.len(), records_end = end, %cluster_id, "metadata loaded");
+        let store = MetadataStore {
             writer: Mutex::new(Writer {
                 log,
                 producer_ids: 0..0,
@@ -97,7 +81,21 @@ impl MetadataStore {
             image: RwLock::new(Arc::new(image)),
             cluster_id,
             node_id,
-        })
+            clock,
+        };
+        if node_id >= 0 && store.image().broker(node_id).is_none() {
+            let mut w = store.writer.lock();
+            store.submit(
+                &mut w,
+                &Request::RegisterBroker {
+                    broker_id: node_id,
+                    incarnation_id: Uuid::new_v4(),
+                    endpoints: Vec::new(),
+                    rack: None,
+                },
+            )?;
+        }
+        Ok(store)
     }
 
     /// A snapshot of the current image.
@@ -109,34 +107,20 @@ impl MetadataStore {
         self.cluster_id.clone()
     }
 
-    /// Appends records durably, then applies them to the image.
-    fn commit(&self, w: &mut Writer, records: Vec<Record>) -> Result<(), MetadataError> {
-        let mut builder = BatchBuilder::new(BatchOptions::default());
-        let ts = now_ms();
-        let mut encoded = Vec::with_capacity(records.len());
-        for r in &records {
-            encoded.push(r.encode()?);
+    /// Handles `request` against the current image, commits its records, publishes the
+    /// image they yield. The caller holds the writer lock (`w`).
+    fn submit(&self, w: &mut Writer, request: &Request) -> Result<Response, MetadataError> {
+        let image = self.image();
+        let ctx = Ctx {
+            node_id: self.node_id,
+            now_ms: self.clock.now_ms(),
+        };
+        let (records, response) = controller::handle(&image, request, &ctx)?;
+        if !records.is_empty() {
+            w.log.propose(&records, ctx.now_ms)?;
+            *self.image.write() = Arc::new(replay(&image, &records));
         }
-        for e in &encoded {
-            builder.append(ts, None, Some(e), &[]);
-        }
-        let mut batch = builder.build().map_err(storage_err)?;
-        let info = w
-            .log
-            .append_as_leader(&mut batch, 0, ts)
-            .map_err(storage_err)?;
-        w.log
-            .sync()
-            .sync_to(info.last_offset + 1)
-            .map_err(storage_err)?;
-        let leo = w.log.log_end_offset();
-        w.log.set_high_watermark(leo);
-        let mut next = (*self.image()).clone();
-        for r in &records {
-            apply(&mut next, r);
-        }
-        *self.image.write() = Arc::new(next);
-        Ok(())
+        Ok(response)
     }
 
     /// Creates a topic with `partitions` partitions and config overrides.
@@ -146,56 +130,29 @@ impl MetadataStore {
         partitions: i32,
         configs: BTreeMap<String, String>,
     ) -> Result<TopicInfo, MetadataError> {
-        validate_topic_name(name)?;
-        if partitions < 1 {
-            return Err(MetadataError::InvalidPartitions(
-                "Number of partitions was set to an invalid non-positive value.".into(),
-            ));
-        }
         let mut w = self.writer.lock();
-        if self.image().topic(name).is_some() {
-            return Err(MetadataError::TopicAlreadyExists(name.to_string()));
-        }
-        let topic_id = Uuid::new_v4();
-        let mut records = vec![Record::Topic(TopicRecord {
+        let request = Request::CreateTopic {
             name: name.to_string(),
-            topic_id,
-        })];
-        for p in 0..partitions {
-            records.push(Record::Partition(partition_record(
-                topic_id,
-                p,
-                self.node_id,
-            )));
+            topic_id: Uuid::new_v4(),
+            partitions,
+            configs,
+        };
+        match self.submit(&mut w, &request)? {
+            Response::Topic(t) => Ok(t),
+            r => Err(unexpected(r)),
         }
-        for (k, v) in &configs {
-            records.push(Record::Config(ConfigRecord {
-                resource_type: RESOURCE_TOPIC,
-                resource_name: name.to_string(),
-                name: k.clone(),
-                value: Some(v.clone()),
-            }));
-        }
-        self.commit(&mut w, records)?;
-        self.image()
-            .topic(name)
-            .cloned()
-            .ok_or_else(|| MetadataError::UnknownTopic(name.into()))
     }
 
     /// Deletes a topic.
     pub fn delete_topic(&self, name: &str) -> Result<TopicInfo, MetadataError> {
         let mut w = self.writer.lock();
-        let Some(t) = self.image().topic(name).cloned() else {
-            return Err(MetadataError::UnknownTopic(name.to_string()));
+        let request = Request::DeleteTopic {
+            name: name.to_string(),
         };
-        self.commit(
-            &mut w,
-            vec![Record::RemoveTopic(RemoveTopicRecord {
-                topic_id: Uuid::from_bytes(t.id),
-            })],
-        )?;
-        Ok(t)
+        match self.submit(&mut w, &request)? {
+            Response::Topic(t) => Ok(t),
+            r => Err(unexpected(r)),
+        }
     }
 
     /// Replaces one dynamic broker config layer (`resource_name` "" = the cluster-wide
@@ -206,17 +163,11 @@ impl MetadataStore {
         configs: BTreeMap<String, String>,
     ) -> Result<(), MetadataError> {
         let mut w = self.writer.lock();
-        let current = self
-            .image()
-            .broker_configs
-            .get(resource_name)
-            .cloned()
-            .unwrap_or_default();
-        let records = config_diff(RESOURCE_BROKER, resource_name, &current, &configs);
-        if records.is_empty() {
-            return Ok(());
-        }
-        self.commit(&mut w, records)
+        let request = Request::SetBrokerConfigs {
+            resource_name: resource_name.to_string(),
+            configs,
+        };
+        self.submit(&mut w, &request).map(drop)
     }
 
     /// Replaces a topic's config overrides with `configs`.
@@ -226,52 +177,21 @@ impl MetadataStore {
         configs: BTreeMap<String, String>,
     ) -> Result<(), MetadataError> {
         let mut w = self.writer.lock();
-        let Some(t) = self.image().topic(name).cloned() else {
-            return Err(MetadataError::UnknownTopic(name.to_string()));
+        let request = Request::SetTopicConfigs {
+            name: name.to_string(),
+            configs,
         };
-        let mut records = Vec::new();
-        for k in t.configs.keys().filter(|k| !configs.contains_key(*k)) {
-            records.push(Record::Config(ConfigRecord {
-                resource_type: RESOURCE_TOPIC,
-                resource_name: name.to_string(),
-                name: k.clone(),
-                value: None,
-            }));
-        }
-        for (k, v) in configs
-            .iter()
-            .filter(|(k, v)| t.configs.get(*k) != Some(*v))
-        {
-            records.push(Record::Config(ConfigRecord {
-                resource_type: RESOURCE_TOPIC,
-                resource_name: name.to_string(),
-                name: k.clone(),
-                value: Some(v.clone()),
-            }));
-        }
-        if records.is_empty() {
-            return Ok(());
-        }
-        self.commit(&mut w, records)
+        self.submit(&mut w, &request).map(drop)
     }
 
     /// Grows a topic to `total` partitions.
     pub fn create_partitions(&self, name: &str, total: i32) -> Result<(), MetadataError> {
         let mut w = self.writer.lock();
-        let Some(t) = self.image().topic(name).cloned() else {
-            return Err(MetadataError::UnknownTopic(name.to_string()));
+        let request = Request::CreatePartitions {
+            name: name.to_string(),
+            total,
         };
-        if total <= t.partitions {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "Topic currently has {} partitions, which is higher than the requested {total}.",
-                t.partitions
-            )));
-        }
-        let id = Uuid::from_bytes(t.id);
-        let records = (t.partitions..total)
-            .map(|p| Record::Partition(partition_record(id, p, self.node_id)))
-            .collect();
-        self.commit(&mut w, records)
+        self.submit(&mut w, &request).map(drop)
     }
 
     /// Never hands out `max_seen` or any id below it from now on (issue 12 item 10): called at
@@ -300,17 +220,13 @@ impl MetadataStore {
     pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
         let mut w = self.writer.lock();
         if w.producer_ids.is_empty() {
-            let start = self.image().next_producer_id_block.max(w.producer_id_floor);
-            let next = start + PRODUCER_ID_BLOCK_SIZE;
-            self.commit(
-                &mut w,
-                vec![Record::ProducerIds(ProducerIdsRecord {
-                    broker_id: self.node_id,
-                    broker_epoch: 0,
-                    next_producer_id: next,
-                })],
-            )?;
-            w.producer_ids = start..next;
+            let request = Request::AllocateProducerIds {
+                floor: w.producer_id_floor,
+            };
+            w.producer_ids = match self.submit(&mut w, &request)? {
+                Response::ProducerIds(block) => block,
+                r => return Err(unexpected(r)),
+            };
         }
         let id = w.producer_ids.start;
         w.producer_ids.start += 1;
@@ -319,100 +235,6 @@ impl MetadataStore {
 
     /// Flushes and closes the metadata log.
     pub fn close(&self) -> Result<(), MetadataError> {
-        self.writer.lock().log.close(now_ms()).map_err(storage_err)
+        self.writer.lock().log.close(self.clock.now_ms())
     }
-}
-
-/// Config records turning `current` into `next` for one resource: deletions, then changes.
-fn config_diff(
-    resource_type: i8,
-    resource_name: &str,
-    current: &BTreeMap<String, String>,
-    next: &BTreeMap<String, String>,
-) -> Vec<Record> {
-    let removed = current
-        .keys()
-        .filter(|k| !next.contains_key(*k))
-        .map(|k| (k, None));
-    let changed = next
-        .iter()
-        .filter(|(k, v)| current.get(*k) != Some(*v))
-        .map(|(k, v)| (k, Some(v.clone())));
-    removed
-        .chain(changed)
-        .map(|(k, value)| {
-            Record::Config(ConfigRecord {
-                resource_type,
-                resource_name: resource_name.to_string(),
-                name: k.clone(),
-                value,
-            })
-        })
-        .collect()
-}
-
-fn partition_record(topic_id: Uuid, partition: i32, node_id: i32) -> PartitionRecord {
-    PartitionRecord {
-        partition_id: partition,
-        topic_id,
-        replicas: vec![node_id],
-        isr: vec![node_id],
-        leader: node_id,
-        leader_epoch: 0,
-        partition_epoch: 0,
-        ..PartitionRecord::default()
-    }
-}
-
-fn apply(image: &mut MetadataImage, r: &Record) {
-    match r {
-        Record::Topic(t) => image.apply_topic(t),
-        Record::Partition(p) => image.apply_partition(p),
-        Record::Config(c) => image.apply_config(c),
-        Record::RemoveTopic(t) => image.apply_remove_topic(t),
-        Record::ProducerIds(p) => image.apply_producer_ids(p),
-    }
-}
-
-/// Applies every record of the log, in order.
-fn replay(log: &Log, image: &mut MetadataImage) -> Result<(), MetadataError> {
-    let end = log.log_end_offset();
-    let mut offset = log.log_start_offset();
-    while offset < end {
-        let read = log.read(offset, 1 << 20, end, true).map_err(storage_err)?;
-        let Some(slice) = read.slice else { break };
-        let bytes = slice.read_to_vec().map_err(storage_err)?;
-        let mut progressed = false;
-        for batch in skiff_record::batches(&bytes) {
-            let view = match batch {
-                Ok((_, view)) => view,
-                // A read may end inside a batch; the next read starts at it.
-                Err(RecordError::Truncated { .. }) => break,
-                Err(e) => return Err(storage_err(e)),
-            };
-            let data = view
-                .records_data(DECOMPRESSED_BATCH_BYTES_MAX)
-                .map_err(storage_err)?;
-            for rec in skiff_record::records(&data, view.records_count()) {
-                let rec = rec.map_err(storage_err)?;
-                let o = view.base_offset() + i64::from(rec.offset_delta);
-                if o < offset {
-                    continue;
-                }
-                if let Some(v) = rec.value
-                    && let Some(r) = Record::decode(Bytes::copy_from_slice(v))?
-                {
-                    apply(image, &r);
-                }
-            }
-            offset = view.next_offset();
-            progressed = true;
-        }
-        if !progressed {
-            return Err(MetadataError::Storage(format!(
-                "metadata log unreadable at offset {offset}"
-            )));
-        }
-    }
-    Ok(())
 }

@@ -16,7 +16,7 @@ fn topics_configs_partitions_survive_reopen() {
     let cluster;
     let id;
     {
-        let s = MetadataStore::open(&p, 1).unwrap();
+        let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
         cluster = s.cluster_id();
         assert_eq!(cluster.len(), 22);
         let cfg = BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]);
@@ -38,7 +38,7 @@ fn topics_configs_partitions_survive_reopen() {
         )
         .unwrap();
     }
-    let s = MetadataStore::open(&p, 1).unwrap();
+    let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
     assert_eq!(s.cluster_id(), cluster);
     let img = s.image();
     let t = img.topic("orders").unwrap();
@@ -61,7 +61,7 @@ fn broker_config_layers_survive_reopen() {
             .collect()
     };
     {
-        let s = MetadataStore::open(&p, 1).unwrap();
+        let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
         s.set_broker_configs("", map(&[("log.retention.ms", "5"), ("a", "1")]))
             .unwrap();
         s.set_broker_configs("1", map(&[("max.connections", "9")]))
@@ -74,7 +74,7 @@ fn broker_config_layers_survive_reopen() {
         s.create_topic("t", 1, map(&[("retention.ms", "7")]))
             .unwrap();
     }
-    let s = MetadataStore::open(&p, 1).unwrap();
+    let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
     let img = s.image();
     assert_eq!(
         img.broker_configs,
@@ -90,11 +90,11 @@ fn broker_config_layers_survive_reopen() {
 fn producer_ids_never_reused_across_restarts() {
     let (_t, p) = dir();
     let first: Vec<i64> = {
-        let s = MetadataStore::open(&p, 1).unwrap();
+        let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
         (0..3).map(|_| s.allocate_producer_id().unwrap()).collect()
     };
     assert_eq!(first, vec![0, 1, 2]);
-    let s = MetadataStore::open(&p, 1).unwrap();
+    let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
     let next = s.allocate_producer_id().unwrap();
     assert!(
         next >= crate::PRODUCER_ID_BLOCK_SIZE,
@@ -107,7 +107,7 @@ fn producer_ids_never_reused_across_restarts() {
 #[test]
 fn reserved_producer_ids_are_never_issued() {
     let (_t, p) = dir();
-    let s = MetadataStore::open(&p, 1).unwrap();
+    let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
     // The log has no block yet (as after losing its tail): ids start above the reservation.
     s.reserve_producer_ids_above(41);
     assert_eq!(s.allocate_producer_id().unwrap(), 42);
@@ -120,7 +120,7 @@ fn reserved_producer_ids_are_never_issued() {
     assert_eq!(s.allocate_producer_id().unwrap(), 1042);
     s.close().unwrap();
     drop(s);
-    let s = MetadataStore::open(&p, 1).unwrap();
+    let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
     let next = s.allocate_producer_id().unwrap();
     assert_eq!(
         next,

@@ -87,11 +87,15 @@ impl Broker {
         let dir_locks = skiff_storage::dir_lock::lock_dirs(&settings.log_manager.log_dirs)?;
         // The first dir's meta.properties is checked (or written, if the dir is empty) before
         // the metadata log is created in it.
-        let metadata =
-            MetadataStore::open(&metadata_dir, settings.node_id).map_err(|e| match e {
-                skiff_metadata::MetadataError::LogDir(e) => ServerError::LogDir(e),
-                e => ServerError::Metadata(e),
-            })?;
+        let metadata = MetadataStore::open(
+            &metadata_dir,
+            settings.node_id,
+            settings.log_manager.clock.clone(),
+        )
+        .map_err(|e| match e {
+            skiff_metadata::MetadataError::LogDir(e) => ServerError::LogDir(e),
+            e => ServerError::Metadata(e),
+        })?;
         // Every log dir carries the first one's cluster id (Kafka's storage format); a dir of
         // another cluster refuses the start before any of its logs is opened.
         let cluster_id = metadata.cluster_id();
@@ -257,7 +261,8 @@ impl Broker {
             .create_topic(name, partitions, configs)
             .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
         // The image now assigns the partitions to this node: the replica manager hosts them.
-        self.replicas.ensure_assigned(&info, log_config);
+        self.replicas
+            .ensure_assigned(&self.image(), &info.name, log_config);
         tracing::info!(topic = name, partitions, "topic created");
         Ok(info)
     }

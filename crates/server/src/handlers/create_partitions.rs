@@ -123,10 +123,11 @@ fn grow(
         .create_partitions(&t.name, t.count)
         .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
     // The image now assigns the new partitions to this node: the replica manager hosts them.
-    if let Some(grown) = broker.image().topic(&t.name) {
+    let image = broker.image();
+    if let Some(grown) = image.topic(&t.name) {
         broker
             .replicas
-            .ensure_assigned(grown, broker.log_config(grown));
+            .ensure_assigned(&image, &t.name, broker.log_config(grown));
     }
     tracing::info!(topic = %t.name, from = current, to = t.count, "partitions added");
     Ok(())

@@ -1,7 +1,8 @@
 //! Metadata (3), v0-12: brokers, cluster id, controller, topics with partitions.
 //!
-//! Single node: this broker is the only broker, the controller, and the leader (epoch 0) and
-//! only replica of every partition. The broker entry carries the advertised address of the
+//! Single node: this broker is the only broker and the controller. Each partition's leader,
+//! leader epoch, replicas and ISR are the metadata image's registration (`PartitionRecord` /
+//! `PartitionChangeRecord`; this node at epoch 0 today). The broker entry carries the advertised address of the
 //! listener the client connected through. Unknown topics are auto-created when
 //! `auto.create.topics.enable` and the request allows it (v4+ flag; always for v0-3), with
 //! `num.partitions`, synchronously, so the answer already shows them ready; an invalid name
@@ -12,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use skiff_metadata::TopicInfo;
+use skiff_metadata::{PartitionInfo, TopicInfo};
 use skiff_protocol::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
     MetadataResponseTopic, ResponseBody,
@@ -48,14 +49,14 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
     let mut topics = Vec::new();
     if all {
         for info in broker.image().topics.values() {
-            topics.push(topic_entry(broker, info, node, ops));
+            topics.push(topic_entry(broker, info, ops));
         }
     } else {
         for t in req.topics.iter().flatten() {
             let entry = match (&t.name, t.topic_id.is_nil()) {
                 (Some(name), _) => by_name(ctx, name, auto_create, ops),
                 (None, false) => match broker.image().topic_by_id(t.topic_id.as_bytes()) {
-                    Some(info) => topic_entry(broker, info, node, ops),
+                    Some(info) => topic_entry(broker, info, ops),
                     // v12 allows a null name here; older versions need a string.
                     None => error_entry(
                         if v >= 12 { None } else { Some(String::new()) },
@@ -92,9 +93,8 @@ fn by_name(
     ops: i32,
 ) -> MetadataResponseTopic {
     let broker = ctx.broker;
-    let node = broker.node_id();
     if let Some(info) = broker.image().topic(name) {
-        return topic_entry(broker, info, node, ops);
+        return topic_entry(broker, info, ops);
     }
     if !auto_create {
         return error_entry(
@@ -112,9 +112,9 @@ fn by_name(
     }
     let partitions = broker.settings.default_partitions.max(1);
     match broker.create_topic(name, partitions, BTreeMap::new()) {
-        Ok(info) => topic_entry(broker, &info, node, ops),
+        Ok(info) => topic_entry(broker, &info, ops),
         Err(e) if e.code == ErrorCode::TopicAlreadyExists => match broker.image().topic(name) {
-            Some(info) => topic_entry(broker, info, node, ops),
+            Some(info) => topic_entry(broker, info, ops),
             None => error_entry(
                 Some(name.to_string()),
                 Uuid::nil(),
@@ -128,7 +128,8 @@ fn by_name(
     }
 }
 
-fn topic_entry(broker: &Broker, info: &TopicInfo, node: i32, ops: i32) -> MetadataResponseTopic {
+fn topic_entry(broker: &Broker, info: &TopicInfo, ops: i32) -> MetadataResponseTopic {
+    let image = broker.image();
     let any_offline = !broker.replicas.all_dirs_online();
     MetadataResponseTopic {
         error_code: 0,
@@ -139,8 +140,7 @@ fn topic_entry(broker: &Broker, info: &TopicInfo, node: i32, ops: i32) -> Metada
             .map(|p| {
                 let tp = TopicPartition::new(info.name.clone(), p);
                 let offline = any_offline && !broker.replicas.is_partition_online(&tp);
-                let epoch = broker.replicas.leader_epoch(&tp).unwrap_or(-1);
-                partition_entry(p, node, offline, epoch)
+                partition_entry(p, image.partition(&info.name, p), offline)
             })
             .collect(),
         topic_authorized_operations: ops,
@@ -152,22 +152,32 @@ fn topic_entry(broker: &Broker, info: &TopicInfo, node: i32, ops: i32) -> Metada
 /// leader -1, this node in `offline_replicas`.
 fn partition_entry(
     index: i32,
-    node: i32,
+    registration: Option<&PartitionInfo>,
     offline: bool,
-    leader_epoch: i32,
 ) -> MetadataResponsePartition {
+    // The image's registration: leader, epochs, replicas and ISR (PartitionRecord /
+    // PartitionChangeRecord). A partition without one has no leader.
+    let (leader, leader_epoch, replicas, isr) = registration
+        .map_or((-1, -1, Vec::new(), Vec::new()), |r| {
+            (r.leader, r.leader_epoch, r.replicas.clone(), r.isr.clone())
+        });
+    let leaderless = offline || leader < 0;
     MetadataResponsePartition {
-        error_code: if offline {
+        error_code: if leaderless {
             ErrorCode::LeaderNotAvailable as i16
         } else {
             0
         },
         partition_index: index,
-        leader_id: if offline { -1 } else { node },
+        leader_id: if leaderless { -1 } else { leader },
         leader_epoch,
-        replica_nodes: vec![node],
-        isr_nodes: vec![node],
-        offline_replicas: if offline { vec![node] } else { Vec::new() },
+        offline_replicas: if offline {
+            replicas.clone()
+        } else {
+            Vec::new()
+        },
+        replica_nodes: replicas,
+        isr_nodes: isr,
     }
 }
 

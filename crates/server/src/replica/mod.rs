@@ -36,7 +36,7 @@ use std::sync::atomic::AtomicU64;
 
 use parking_lot::Mutex;
 use skiff_metadata::{MetadataImage, TopicInfo};
-use skiff_replication::{Effect, LocalLog, Partition, PartitionConfig, WaitId};
+use skiff_replication::{Assignment, Effect, LocalLog, Partition, PartitionConfig, WaitId};
 use skiff_storage::{Log, LogConfig, LogManager, SharedLog};
 use skiff_types::{Clock, ErrorCode, TopicPartition};
 use tokio::sync::oneshot;
@@ -66,6 +66,26 @@ pub struct ReplicaManager {
     next_wait: AtomicU64,
     /// Producers waiting for their acks condition, by the core's wait id.
     acks: Mutex<HashMap<WaitId, oneshot::Sender<ErrorCode>>>,
+}
+
+/// The image's registration of `tp` when it lists `node` as a replica: (leader, assignment).
+fn assignment_of(
+    image: &MetadataImage,
+    tp: &TopicPartition,
+    node: i32,
+) -> Option<(i32, Assignment)> {
+    let p = image.partition(&tp.topic, tp.partition)?;
+    p.replicas.contains(&node).then(|| {
+        (
+            p.leader,
+            Assignment {
+                leader_epoch: p.leader_epoch,
+                partition_epoch: p.partition_epoch,
+                replicas: p.replicas.clone(),
+                isr: p.isr.clone(),
+            },
+        )
+    })
 }
 
 /// The core's view of a partition's settings, from its log config.
@@ -106,12 +126,16 @@ impl ReplicaManager {
                 tracing::warn!(%tp, "stray partition: its topic is not in the metadata; it is not served");
                 continue;
             }
+            let Some(assignment) = assignment_of(image, &tp, node_id) else {
+                tracing::warn!(%tp, "partition not assigned to this node by the metadata; it is not served");
+                continue;
+            };
             let mut l = log.lock();
             let leo = l.log_end_offset();
-            rm.install(&tp, &mut l, leo);
+            rm.install(&tp, &mut l, assignment, leo);
         }
         for info in image.topics.values() {
-            rm.ensure_assigned(info, config_for(info));
+            rm.ensure_assigned(image, &info.name, config_for(info));
         }
         rm
     }
@@ -130,39 +154,56 @@ impl ReplicaManager {
         &self.logs
     }
 
-    /// Makes this node the leader of `tp` over `l`, durable up to `durable_end`.
-    fn install(&self, tp: &TopicPartition, l: &mut Log, durable_end: i64) -> Arc<Mutex<Partition>> {
+    /// Makes this node the leader of `tp` over `l` (as `assignment` says), durable up to
+    /// `durable_end`.
+    fn install(
+        &self,
+        tp: &TopicPartition,
+        l: &mut Log,
+        assignment: (i32, Assignment),
+        durable_end: i64,
+    ) -> Arc<Mutex<Partition>> {
         let local = LocalLog {
             log_start_offset: l.log_start_offset(),
             log_end_offset: l.log_end_offset(),
             durable_end,
             high_watermark: l.high_watermark(),
         };
-        let (p, fx) = Partition::single_leader(
-            self.node_id,
-            partition_config(l.config()),
-            local,
-            self.clock.now_ms(),
-        );
+        let now = self.clock.now_ms();
+        let mut p = Partition::new(self.node_id, partition_config(l.config()));
+        let (leader, assignment) = assignment;
+        let fx = if leader == self.node_id {
+            p.become_leader(assignment, local, now)
+        } else {
+            // Replication (next issues) fetches from `leader`; a single node never gets here.
+            p.become_follower(leader, assignment, local)
+        };
         let state = Arc::new(Mutex::new(p));
         self.states.lock().insert(tp.clone(), Arc::clone(&state));
         self.apply(l, fx);
         state
     }
 
-    /// Creates the logs of `info`'s partitions that this node is assigned and lacks.
-    pub fn ensure_assigned(&self, info: &TopicInfo, config: LogConfig) {
+    /// Creates the logs of `topic`'s partitions that `image` assigns to this node and that it
+    /// does not host yet.
+    pub fn ensure_assigned(&self, image: &MetadataImage, topic: &str, config: LogConfig) {
         let now = self.clock.now_ms();
+        let Some(info) = image.topic(topic) else {
+            return;
+        };
         for p in 0..info.partitions {
             let tp = TopicPartition::new(info.name.clone(), p);
             if self.states.lock().contains_key(&tp) {
                 continue;
             }
+            let Some(assignment) = assignment_of(image, &tp, self.node_id) else {
+                continue;
+            };
             match self.logs.get_or_create(&tp, config.clone(), now) {
                 Ok(log) => {
                     let mut l = log.lock();
                     let synced = l.sync().synced().min(l.log_end_offset());
-                    self.install(&tp, &mut l, synced);
+                    self.install(&tp, &mut l, assignment, synced);
                 }
                 Err(e) => {
                     tracing::error!(%tp, error = %e, "cannot create an assigned partition's log");
