@@ -5,7 +5,7 @@
 #
 # A/B of two prebuilt Skiff release binaries (issue 13; A the baseline, B the candidate):
 #
-#   ./bench/broker/run.sh --ab A_BIN,B_BIN [--runs 5] [--cells P2,C1] [--json FILE]
+#   ./bench/broker/run.sh --ab A_BIN,B_BIN [--runs 5] [--cells P2,C1] [--reads 3] [--json FILE]
 #
 # does steps 1-3 below, builds no Skiff and runs bench/broker/ab.py instead of step 5: rounds
 # alternating A,B / B,A, per-run broker CPU-ms/MB, medians, spreads and a PASS/FAIL line per cell.
