@@ -3,6 +3,13 @@
 #
 #   ./bench/broker/run.sh [--quick] [--runs N] [--cells P1,P2,P4,P6,C1] [--json FILE]
 #
+# A/B of two prebuilt Skiff release binaries (issue 13; A the baseline, B the candidate):
+#
+#   ./bench/broker/run.sh --ab A_BIN,B_BIN [--runs 5] [--cells P2,C1] [--reads 3] [--json FILE]
+#
+# does steps 1-3 below, builds no Skiff and runs bench/broker/ab.py instead of step 5: rounds
+# alternating A,B / B,A, per-run broker CPU-ms/MB, medians, spreads and a PASS/FAIL line per cell.
+#
 # 1. installs libzstd-dev and zlib1g-dev with apt-get if missing (needs root or sudo);
 # 2. release-builds bench/broker/rdkafka-build (librdkafka 2.12.1 from the rdkafka-sys 4.10.0
 #    crate's bundled source) into the workspace's target/, then compiles librdkafka's
@@ -26,6 +33,18 @@ mkdir -p "$CACHE/bin"
 cd "$ROOT"
 
 log() { echo "== $*" >&2; }
+
+# --ab A_BIN,B_BIN (anywhere in the arguments) selects the A/B mode; the rest go to ab.py.
+ab=""
+args=()
+while (($#)); do
+    case "$1" in
+        --ab) ab="${2:?--ab wants A_BIN,B_BIN}"; shift 2 ;;
+        --ab=*) ab="${1#--ab=}"; shift ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+set -- ${args[@]+"${args[@]}"}
 
 # 1. system packages (headers and link libraries for rdkafka_performance)
 missing=()
@@ -81,6 +100,15 @@ case "$tansu_version" in
     "tansu 0.6."*) ;;
     *) echo "unexpected Tansu version: $tansu_version" >&2; exit 1 ;;
 esac
+
+# A/B mode: two prebuilt binaries, no Skiff build, no dd or sendfile floor.
+if [ -n "$ab" ]; then
+    log "A/B of $ab (brokers on CPU 1, generator on CPU 0)"
+    exec python3 -B "$HERE/ab.py" --ab "$ab" --tansu "$tansu" --perf "$perf" --work "$CACHE/ab-$$" \
+        --label "generator=rdkafka_performance, $librdkafka_version" \
+        --label "script=$(git -C "$ROOT" rev-parse --short HEAD)" \
+        "$@"
+fi
 
 # 4. Skiff (BENCH_SKIFF_BIN=PATH skips the build and measures that binary instead)
 skiff="${BENCH_SKIFF_BIN:-$ROOT/target/release/skiff}"
