@@ -7,7 +7,7 @@
 //! through [`Conn::call`]. Failures panic with the request in the message.
 
 use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use skiff_protocol::*;
@@ -29,11 +29,11 @@ impl Conn {
 
     /// Connects to `addr` with `client_id` (retrying refused connects until [`DEADLINE`]).
     pub fn open_as(addr: SocketAddr, client_id: &str) -> Conn {
-        let until = Instant::now() + DEADLINE;
+        let until = skiff_types::Clock::system().now() + DEADLINE;
         let stream = loop {
             match TcpStream::connect(addr) {
                 Ok(s) => break s,
-                Err(e) if Instant::now() < until => {
+                Err(e) if skiff_types::Clock::system().now() < until => {
                     let _ = e;
                     std::thread::sleep(Duration::from_millis(20));
                 }

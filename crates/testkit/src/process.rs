@@ -24,7 +24,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tempfile::TempDir;
 
@@ -283,11 +283,11 @@ pub fn run_refused(cmd: &mut Command) -> Refused {
         let _ = pipe.read_to_string(&mut out);
         out
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = skiff_types::Clock::system().now() + Duration::from_secs(20);
     let code = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status.code(),
-            Ok(None) if Instant::now() >= deadline => {
+            Ok(None) if skiff_types::Clock::system().now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -466,10 +466,10 @@ impl Broker {
         let Some(rx) = self.lines.take() else {
             return Vec::new();
         };
-        let until = Instant::now() + BROKER_DEADLINE;
+        let until = skiff_types::Clock::system().now() + BROKER_DEADLINE;
         let mut out = Vec::new();
         loop {
-            let left = until.saturating_duration_since(Instant::now());
+            let left = until.saturating_duration_since(skiff_types::Clock::system().now());
             match rx.recv_timeout(left) {
                 Ok(line) => out.push(line),
                 Err(mpsc::RecvTimeoutError::Disconnected) => return out,
@@ -518,13 +518,13 @@ impl Broker {
 
     /// Waits at most `deadline` for the process to exit; returns its status.
     pub fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
-        let until = Instant::now() + deadline;
+        let until = skiff_types::Clock::system().now() + deadline;
         loop {
             if let Some(status) = self.try_wait() {
                 return status;
             }
             assert!(
-                Instant::now() < until,
+                skiff_types::Clock::system().now() < until,
                 "broker did not exit within {deadline:?}; log:\n{}",
                 self.logs_tail(60)
             );

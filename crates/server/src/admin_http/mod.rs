@@ -272,28 +272,26 @@ pub async fn stats(State(state): State<Arc<AdminState>>) -> Response {
 }
 
 /// The summary of one hosted log (takes its lock briefly).
-fn summary(tp: &TopicPartition, log: &skiff_storage::SharedLog) -> PartitionSummary {
-    let l = log.lock();
+fn summary(s: crate::replica::admin::PartitionSnapshot) -> PartitionSummary {
     PartitionSummary {
-        topic: tp.topic.clone(),
-        partition: tp.partition,
-        log_start_offset: l.log_start_offset(),
-        log_end_offset: l.log_end_offset(),
-        high_watermark: l.high_watermark(),
-        size_bytes: l.size_bytes(),
-        segment_count: l.segment_count(),
-        quarantined_ranges: l.quarantined().len(),
+        topic: s.tp.topic,
+        partition: s.tp.partition,
+        log_start_offset: s.log_start_offset,
+        log_end_offset: s.log_end_offset,
+        high_watermark: s.high_watermark,
+        size_bytes: s.size_bytes,
+        segment_count: s.segment_count,
+        quarantined_ranges: s.quarantined_ranges,
     }
 }
 
-/// Every hosted partition, sorted by topic then partition.
+/// Every hosted partition, sorted by topic then partition (the replica manager's snapshot).
 pub fn partition_list(broker: &Broker) -> PartitionList {
     let mut partitions: Vec<PartitionSummary> = broker
         .replicas
-        .log_manager()
-        .all()
-        .iter()
-        .map(|(tp, log)| summary(tp, log))
+        .snapshot()
+        .into_iter()
+        .map(summary)
         .collect();
     partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
     PartitionList { partitions }
@@ -301,9 +299,7 @@ pub fn partition_list(broker: &Broker) -> PartitionList {
 
 /// One hosted partition with its sections; `None` if the broker does not host it.
 pub fn detail(broker: &Broker, tp: &TopicPartition) -> Option<PartitionDetail> {
-    let log = broker.replicas.log_manager().get(tp)?;
-    let summary = summary(tp, &log);
-    drop(log);
+    let summary = summary(broker.replicas.partition_snapshot(tp)?);
     Some(PartitionDetail {
         summary,
         sections: sections::collect(broker, tp),

@@ -134,3 +134,44 @@ impl ReplicaManager {
 
 /// DescribeLogDirs' "unknown" for a partition that cannot be described.
 pub const NOT_HOSTED: ErrorCode = ErrorCode::NotLeaderOrFollower;
+
+/// One hosted partition as the admin port's partition list shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionSnapshot {
+    pub tp: TopicPartition,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+    pub size_bytes: u64,
+    pub segment_count: usize,
+    pub quarantined_ranges: usize,
+}
+
+impl ReplicaManager {
+    /// Every log on this node (stray ones included: the operator should see them).
+    pub fn snapshot(&self) -> Vec<PartitionSnapshot> {
+        self.logs
+            .all()
+            .iter()
+            .map(|(tp, log)| snapshot_of(tp, log))
+            .collect()
+    }
+
+    /// One log's snapshot, `None` if this node has no log for `tp`.
+    pub fn partition_snapshot(&self, tp: &TopicPartition) -> Option<PartitionSnapshot> {
+        self.logs.get(tp).map(|log| snapshot_of(tp, &log))
+    }
+}
+
+fn snapshot_of(tp: &TopicPartition, log: &skiff_storage::SharedLog) -> PartitionSnapshot {
+    let l = log.lock();
+    PartitionSnapshot {
+        tp: tp.clone(),
+        log_start_offset: l.log_start_offset(),
+        log_end_offset: l.log_end_offset(),
+        high_watermark: l.high_watermark(),
+        size_bytes: l.size_bytes(),
+        segment_count: l.segment_count(),
+        quarantined_ranges: l.quarantined().len(),
+    }
+}
