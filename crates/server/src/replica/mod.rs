@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use skiff_metadata::{MetadataImage, TopicInfo};
 use skiff_replication::{Assignment, Effect, LocalLog, Partition, PartitionConfig, WaitId};
 use skiff_storage::{Log, LogConfig, LogManager, SharedLog};
@@ -62,7 +62,8 @@ pub struct ReplicaManager {
     pub waiters: AppendWaiters,
     /// delivery delay (issue 8): next DSO move per partition.
     pub delivery: DeliveryTimer,
-    states: Mutex<HashMap<TopicPartition, Arc<Mutex<Partition>>>>,
+    /// Hosted partitions (read on every request; written when the hosted set changes).
+    states: RwLock<HashMap<TopicPartition, Arc<Mutex<Partition>>>>,
     next_wait: AtomicU64,
     /// Producers waiting for their acks condition, by the core's wait id.
     acks: Mutex<HashMap<WaitId, oneshot::Sender<ErrorCode>>>,
@@ -114,7 +115,7 @@ impl ReplicaManager {
             clock,
             waiters: AppendWaiters::new(),
             delivery: DeliveryTimer::new(),
-            states: Mutex::new(HashMap::new()),
+            states: RwLock::new(HashMap::new()),
             next_wait: AtomicU64::new(1),
             acks: Mutex::new(HashMap::new()),
         });
@@ -179,7 +180,7 @@ impl ReplicaManager {
             p.become_follower(leader, assignment, local)
         };
         let state = Arc::new(Mutex::new(p));
-        self.states.lock().insert(tp.clone(), Arc::clone(&state));
+        self.states.write().insert(tp.clone(), Arc::clone(&state));
         self.apply(l, fx);
         state
     }
@@ -193,7 +194,7 @@ impl ReplicaManager {
         };
         for p in 0..info.partitions {
             let tp = TopicPartition::new(info.name.clone(), p);
-            if self.states.lock().contains_key(&tp) {
+            if self.states.read().contains_key(&tp) {
                 continue;
             }
             let Some(assignment) = assignment_of(image, &tp, self.node_id) else {
@@ -216,7 +217,7 @@ impl ReplicaManager {
     pub fn delete_partitions(&self, topic: &str, partitions: i32) {
         for p in 0..partitions {
             let tp = TopicPartition::new(topic, p);
-            if let Some(state) = self.states.lock().remove(&tp) {
+            if let Some(state) = self.states.write().remove(&tp) {
                 state.lock().resign();
             }
             if let Err(e) = self.logs.delete(&tp) {
@@ -237,7 +238,7 @@ impl ReplicaManager {
         self.logs
             .check_partition_online(&tp)
             .map_err(|e| e.error_code())?;
-        let state = self.states.lock().get(&tp).cloned();
+        let state = self.states.read().get(&tp).cloned();
         match (state, self.logs.get(&tp)) {
             (Some(state), Some(log)) => Ok(Hosted { tp, log, state }),
             _ => Err(ErrorCode::NotLeaderOrFollower),
@@ -246,7 +247,7 @@ impl ReplicaManager {
 
     /// The leader epoch of a hosted partition.
     pub fn leader_epoch(&self, tp: &TopicPartition) -> Option<i32> {
-        self.states.lock().get(tp).map(|s| s.lock().leader_epoch())
+        self.states.read().get(tp).map(|s| s.lock().leader_epoch())
     }
 
     /// Is `tp`'s log dir online (issue 12)?
