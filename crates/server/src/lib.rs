@@ -1,11 +1,13 @@
 //! Skiff L5: the async network shell of the broker (the only crate that uses tokio).
 //!
-//! Mental model: [`Server::start`] opens the broker state ([`Broker`]: metadata store, log
-//! manager, fetch-session cache, fetch waiters), binds every listener and accepts connections.
+//! Mental model: [`Server::start`] opens the broker state ([`Broker`]: metadata store, the
+//! [`replica`] manager over the log manager, fetch-session cache), binds every listener and
+//! accepts connections.
 //! Each connection ([`connection`]) reads size-prefixed Kafka frames, decodes them with
 //! `skiff-protocol`, runs one handler per API ([`handlers`], flat dispatch, one table of served
-//! APIs and versions) in request order, and writes the responses in that same order; fetch data
-//! goes from segment files to the socket with `sendfile`.
+//! APIs and versions) in request order, and writes the responses in that same order. Handlers
+//! reach partitions only through the replica manager (connection -> handler -> replica manager
+//! -> storage, never back up); fetch data goes from segment files to the socket with `sendfile`.
 //!
 //! Ownership and threads: a multi-threaded tokio runtime (two workers in the binary). Shared
 //! state is behind `Arc<Broker>`; every lock is short and never held across an `.await`.
