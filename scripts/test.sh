@@ -15,7 +15,7 @@ trap 'rc=$?; [ -n "${PHASE:-}" ] && echo "=== phase ${PHASE} ended (exit ${rc}) 
 
 # Debian packages the build and the client-compatibility tests use. Installed only if missing,
 # so a warm machine skips apt entirely.
-APT_PACKAGES=(zlib1g-dev libzstd-dev kcat python3-confluent-kafka)
+APT_PACKAGES=(zlib1g-dev libzstd-dev kcat python3-confluent-kafka maven openjdk-17-jre-headless)
 
 phase "install system packages"
 missing=()
@@ -36,6 +36,10 @@ phase "install client libraries (.venv, npm)"
 .venv/bin/python -m pip install -q --disable-pip-version-check -r compat/requirements.txt
 # kafkajs, pinned by compat/package-lock.json.
 (cd compat && npm ci --no-audit --no-fund --loglevel=error)
+
+phase "install Apache Kafka (Maven, the reference: tests/kafka-ref/pom.xml)"
+# Jars into target/kafka-ref/<version>/libs; ~/.m2 keeps them, so a warm machine fetches nothing.
+scripts/kafka-reference.sh fetch
 
 phase "format check"
 cargo fmt --all -- --check
