@@ -95,30 +95,26 @@ impl MetadataError {
 
 /// Kafka's topic-name rules (`org.apache.kafka.common.internals.Topic.validate`).
 pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
-    if name.is_empty() {
-        return Err(MetadataError::InvalidTopic(
-            "Topic name is illegal, it can't be empty".into(),
-        ));
-    }
-    if name == "." || name == ".." {
-        return Err(MetadataError::InvalidTopic(
-            "Topic name cannot be \".\" or \"..\"".into(),
-        ));
-    }
-    if name.len() > 249 {
-        return Err(MetadataError::InvalidTopic(format!(
-            "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"
-        )));
-    }
-    if !name
+    let reason = if name.is_empty() {
+        "the empty string is not allowed".to_string()
+    } else if name == "." || name == ".." {
+        format!("'{name}' is not allowed")
+    } else if name.len() > 249 {
+        format!("the length of '{name}' is longer than the max allowed length 249")
+    } else if !name
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
     {
-        return Err(MetadataError::InvalidTopic(format!(
-            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-        )));
-    }
-    Ok(())
+        format!(
+            "'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+        )
+    } else {
+        return Ok(());
+    };
+    // Kafka 4.x's wording (`Topic.validate`), checked by tests/compat/tests/kafka_differential.rs.
+    Err(MetadataError::InvalidTopic(format!(
+        "Topic name is invalid: {reason}"
+    )))
 }
 
 #[cfg(test)]

@@ -180,9 +180,15 @@ fn parse_i32(key: &str, value: &str, min: i64, max: i64) -> Result<i64, ConfigEr
             "Invalid value {value} for configuration {key}: Not a number of type INT"
         )));
     }
-    if v < min || v > max {
+    // Kafka's `ConfigDef.Range` messages.
+    if v < min {
         return Err(ConfigError(format!(
-            "Invalid value {v} for configuration {key}: Value must be in the range [{min}, {max}]"
+            "Invalid value {v} for configuration {key}: Value must be at least {min}"
+        )));
+    }
+    if v > max {
+        return Err(ConfigError(format!(
+            "Invalid value {v} for configuration {key}: Value must be no more than {max}"
         )));
     }
     Ok(v)

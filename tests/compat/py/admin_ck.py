@@ -114,7 +114,12 @@ def incremental(p):
 
 def create_topic(p):
     a = admin(p)
-    t = NewTopic(p["topic"], p.get("partitions", 1), 1, config=p.get("configs", {}))
+    t = NewTopic(
+        p["topic"],
+        p.get("partitions", 1),
+        p.get("replication_factor", 1),
+        config=p.get("configs", {}),
+    )
     try:
         a.create_topics([t], request_timeout=TIMEOUT)[p["topic"]].result(TIMEOUT)
     except KafkaException as e:

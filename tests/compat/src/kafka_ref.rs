@@ -1,0 +1,90 @@
+//! Apache Kafka as the reference (issue 14): the pinned Kafka of `scripts/kafka-reference.sh`,
+//! started as a KRaft single node for differential tests, and its tools' main classes.
+//!
+//! Mental model: [`KafkaNode::start`] formats a fresh temp dir (`format DIR PORT CTRL_PORT`) on
+//! two free loopback ports and starts the node (`start DIR`, which returns once the listener
+//! accepts); dropping the node stops it (`stop DIR`: SIGTERM, then SIGKILL after 30 s). Nothing
+//! is global: a test may start one next to a Skiff broker and send both the same scenario.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::clients::repo_root;
+use crate::process::{Output, run};
+
+const INSTALL: &str = "run ./scripts/test.sh (it fetches Apache Kafka with Maven) or scripts/kafka-reference.sh fetch";
+
+/// How long one reference-script call may take (a cold JVM, a Maven fetch on a new machine).
+const SCRIPT_DEADLINE: Duration = Duration::from_secs(120);
+
+fn script() -> Command {
+    Command::new(repo_root().join("scripts/kafka-reference.sh"))
+}
+
+/// Runs a Kafka main class (a tool) with `args`; the caller checks the exit status.
+pub fn kafka_tool(class: &str, args: &[&str]) -> Output {
+    let mut cmd = script();
+    cmd.arg("run").arg(class).args(args);
+    run(&mut cmd, b"", SCRIPT_DEADLINE, class, INSTALL)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+}
+
+/// A running Apache Kafka KRaft single node.
+#[derive(Debug)]
+pub struct KafkaNode {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl KafkaNode {
+    /// Formats and starts a node on free ports; panics (with Kafka's log) if it cannot.
+    pub fn start() -> KafkaNode {
+        let dir = tempfile::Builder::new()
+            .prefix("kafka-ref-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+        let (port, controller) = (free_port(), free_port());
+        let path = dir.path().display().to_string();
+        let mut format = script();
+        format
+            .arg("format")
+            .arg(&path)
+            .arg(port.to_string())
+            .arg(controller.to_string());
+        run(&mut format, b"", SCRIPT_DEADLINE, "kafka format", INSTALL)
+            .assert_success("kafka-reference.sh format");
+        let mut start = script();
+        start.arg("start").arg(&path);
+        let out = run(&mut start, b"", SCRIPT_DEADLINE, "kafka start", INSTALL);
+        if !out.status.success() {
+            let log = std::fs::read_to_string(dir.path().join("kafka.log")).unwrap_or_default();
+            panic!("Apache Kafka did not start: {}\n{log}", out.stderr);
+        }
+        KafkaNode { dir, port }
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The node's own log (`kafka.log` in its dir).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("kafka.log")
+    }
+}
+
+impl Drop for KafkaNode {
+    fn drop(&mut self) {
+        let mut stop = script();
+        stop.arg("stop").arg(self.dir.path());
+        let _ = run(&mut stop, b"", SCRIPT_DEADLINE, "kafka stop", INSTALL);
+    }
+}

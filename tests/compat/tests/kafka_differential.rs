@@ -1,0 +1,132 @@
+//! Differential tests (issue 14 item 4): the same scenario against Apache Kafka (the pinned
+//! KRaft single node of `scripts/kafka-reference.sh`) and against Skiff, through the same stock
+//! client (PyPI confluent-kafka, `admin_ck.py`), compared field by field. One Kafka start is
+//! shared by the scenarios of this file (CI budget).
+//!
+//! Scenarios so far:
+//! - CreateTopics validation: valid, duplicate, bad names, bad partition counts, replication
+//!   factor above the broker count, bad and unknown configs: the same error code and the same
+//!   message on both.
+//! - ListOffsets earliest / latest on a new topic, after three records and after
+//!   DeleteRecords: the same offsets on both.
+//!
+//! A difference fails the test unless the scenario says why Skiff answers otherwise.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{Value, json};
+use skiff_compat::{Broker, KafkaNode, Python, kcat, python};
+
+const SCRIPT: &str = "admin_ck.py";
+
+/// One admin call against `bootstrap`, its JSON answer.
+fn admin(bootstrap: &str, command: &str, mut params: Value) -> Value {
+    params["bootstrap"] = json!(bootstrap);
+    python(Python::PyPi, SCRIPT, command, &params)
+}
+
+/// Runs `command` with `params` against both brokers: (kafka, skiff).
+fn both(kafka: &str, skiff: &str, command: &str, params: Value) -> (Value, Value) {
+    (
+        admin(kafka, command, params.clone()),
+        admin(skiff, command, params),
+    )
+}
+
+#[test]
+fn kafka_differential_create_topics_and_list_offsets() {
+    let kafka = KafkaNode::start();
+    let skiff = Broker::start();
+    let (k, s) = (kafka.bootstrap(), skiff.bootstrap());
+
+    // ---- CreateTopics validation: the error code of each request -------------------------
+    let long_name = "x".repeat(250);
+    let cases: Vec<(&str, Value)> = vec![
+        ("valid", json!({"topic": "d-valid", "partitions": 3})),
+        ("duplicate", json!({"topic": "d-valid", "partitions": 3})),
+        ("name with a space", json!({"topic": "bad name"})),
+        ("name of 250 characters", json!({"topic": long_name})),
+        ("name '..'", json!({"topic": ".."})),
+        (
+            "replication factor 2 on one broker",
+            json!({"topic": "d-rf", "replication_factor": 2}),
+        ),
+        (
+            "retention.ms not a number",
+            json!({"topic": "d-c1", "configs": {"retention.ms": "abc"}}),
+        ),
+        (
+            "cleanup.policy unknown",
+            json!({"topic": "d-c2", "configs": {"cleanup.policy": "bogus"}}),
+        ),
+        (
+            "compression.type unknown",
+            json!({"topic": "d-c3", "configs": {"compression.type": "brotli"}}),
+        ),
+        (
+            "min.insync.replicas 0",
+            json!({"topic": "d-c4", "configs": {"min.insync.replicas": "0"}}),
+        ),
+        (
+            "unknown config key",
+            json!({"topic": "d-c5", "configs": {"no.such.config": "1"}}),
+        ),
+        (
+            "segment.bytes below the minimum",
+            json!({"topic": "d-c6", "configs": {"segment.bytes": "100"}}),
+        ),
+        (
+            "compression.lz4.level above the maximum",
+            json!({"topic": "d-c7", "configs": {"compression.lz4.level": "18"}}),
+        ),
+        (
+            "max.message.bytes negative",
+            json!({"topic": "d-c8", "configs": {"max.message.bytes": "-1"}}),
+        ),
+    ];
+    let mut differences = Vec::new();
+    for (what, params) in &cases {
+        let (kr, sr) = both(&k, &s, "create_topic", params.clone());
+        println!("{what}: kafka {kr} | skiff {sr}");
+        // The whole answer: error code and message.
+        if kr != sr {
+            differences.push(format!("{what}: kafka {kr} vs skiff {sr}"));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "CreateTopics differs from Apache Kafka:\n{}",
+        differences.join("\n")
+    );
+
+    // ---- ListOffsets earliest / latest ------------------------------------------------------
+    let offsets = |bootstrap: &str| {
+        admin(
+            bootstrap,
+            "list_offsets",
+            json!({"topic": "d-valid", "partitions": [0, 1, 2]}),
+        )
+    };
+    let (kr, sr) = (offsets(&k), offsets(&s));
+    assert_eq!(kr, sr, "a new topic's offsets");
+    for bootstrap in [&k, &s] {
+        kcat(
+            &["-P", "-b", bootstrap, "-t", "d-valid", "-p", "1"],
+            b"a\nb\nc\n",
+        )
+        .assert_success("kcat -P");
+    }
+    let (kr, sr) = (offsets(&k), offsets(&s));
+    assert_eq!(kr["latest"]["1"], 3, "kafka: {kr}");
+    assert_eq!(kr, sr, "offsets after three records");
+    let (kd, sd) = both(
+        &k,
+        &s,
+        "delete_records",
+        json!({"topic": "d-valid", "partition": 1, "offset": 2}),
+    );
+    assert_eq!(kd, sd, "DeleteRecords");
+    let (kr, sr) = (offsets(&k), offsets(&s));
+    assert_eq!(kr["earliest"]["1"], 2, "kafka: {kr}");
+    assert_eq!(kr, sr, "offsets after DeleteRecords");
+    drop(kafka);
+}
