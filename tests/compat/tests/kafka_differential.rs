@@ -9,6 +9,13 @@
 //!   message on both.
 //! - ListOffsets earliest / latest on a new topic, after three records and after
 //!   DeleteRecords: the same offsets on both.
+//! - DescribeConfigs of a new topic, with and without overrides: every key with its value,
+//!   source, read-only, sensitive and default flags and synonyms. Documented differences:
+//!   Skiff's own keys (KIP-280 `compaction.strategy*`, KIP-1277 `delivery.delay.*`: features
+//!   Kafka lacks), and `min.insync.replicas`, which Kafka 4.1's controller writes as a
+//!   cluster-level dynamic default at bootstrap (KIP-966, eligible leader replicas), so Kafka
+//!   reports it as DYNAMIC_DEFAULT_BROKER_CONFIG; Skiff has no ELR and reports the static
+//!   default (same value and flags).
 //!
 //! A difference fails the test unless the scenario says why Skiff answers otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -128,5 +135,55 @@ fn kafka_differential_create_topics_and_list_offsets() {
     let (kr, sr) = (offsets(&k), offsets(&s));
     assert_eq!(kr["earliest"]["1"], 2, "kafka: {kr}");
     assert_eq!(kr, sr, "offsets after DeleteRecords");
+
+    // ---- DescribeConfigs of a new topic ----------------------------------------------------
+    for (topic, configs) in [
+        ("d-plain", json!({})),
+        (
+            "d-overrides",
+            json!({"retention.ms": "1000", "cleanup.policy": "compact", "max.message.bytes": "2048"}),
+        ),
+    ] {
+        let (kc, sc) = both(
+            &k,
+            &s,
+            "create_topic",
+            json!({"topic": topic, "configs": configs}),
+        );
+        assert_eq!((&kc["error"], &sc["error"]), (&Value::Null, &Value::Null));
+        let (kd, sd) = both(&k, &s, "describe", json!({"type": "topic", "name": topic}));
+        let (kd, sd) = (&kd["configs"], &sd["configs"]);
+        let (kmap, smap) = (kd.as_object().unwrap(), sd.as_object().unwrap());
+        let skiff_only: Vec<&String> = smap.keys().filter(|k| !kmap.contains_key(*k)).collect();
+        let kafka_only: Vec<&String> = kmap.keys().filter(|k| !smap.contains_key(*k)).collect();
+        assert!(
+            kafka_only.is_empty(),
+            "{topic}: keys Skiff lacks: {kafka_only:?}"
+        );
+        for key in &skiff_only {
+            assert!(
+                key.starts_with("compaction.strategy") || key.starts_with("delivery.delay."),
+                "{topic}: undocumented Skiff-only key {key}"
+            );
+        }
+        let mut differences = Vec::new();
+        for (key, kv) in kmap {
+            let sv = &smap[key];
+            if key == "min.insync.replicas" && kv["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG" {
+                for field in ["value", "read_only", "sensitive"] {
+                    assert_eq!(kv[field], sv[field], "{topic} {key} {field}");
+                }
+                continue;
+            }
+            if kv != sv {
+                differences.push(format!("{key}:\n  kafka {kv}\n  skiff {sv}"));
+            }
+        }
+        assert!(
+            differences.is_empty(),
+            "{topic}: DescribeConfigs differs from Apache Kafka:\n{}",
+            differences.join("\n")
+        );
+    }
     drop(kafka);
 }
