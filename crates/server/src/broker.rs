@@ -167,6 +167,21 @@ impl Broker {
         }))
     }
 
+    /// Holds off other config changes while alive (the live config's lock; a process-wide one
+    /// on brokers without a live config, i.e. tests).
+    pub fn alter_guard(&self) -> parking_lot::MutexGuard<'_, ()> {
+        static PLAIN_ALTER_LOCK: Mutex<()> = Mutex::new(());
+        match self.topic_configs.live() {
+            Some(live) => live.alter_lock(),
+            None => PLAIN_ALTER_LOCK.lock(),
+        }
+    }
+
+    /// The fetch-session cache (KIP-227), locked; never held across an `.await`.
+    pub fn sessions(&self) -> parking_lot::MutexGuard<'_, FetchSessionCache> {
+        self.fetch_sessions.lock()
+    }
+
     /// Releases the log dirs' locks; called once storage is closed (clean-shutdown marker
     /// written), so another broker may open the dirs.
     pub fn release_dir_locks(&self) {

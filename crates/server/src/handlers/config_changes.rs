@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 use skiff_config::{AlterTarget, ConfigError, validate_alter_all};
 use skiff_metadata::TopicInfo;
 use skiff_types::ErrorCode;
@@ -36,15 +36,9 @@ use crate::live_config::{CLUSTER_DEFAULT_RESOURCE, LiveConfig};
 pub(crate) const RESOURCE_TOPIC: i8 = 2;
 pub(crate) const RESOURCE_BROKER: i8 = 4;
 
-/// Serialises config changes on brokers without a live config (tests).
-static PLAIN_ALTER_LOCK: Mutex<()> = Mutex::new(());
-
 /// Holds off other config changes while alive.
 pub(crate) fn alter_guard(broker: &Broker) -> MutexGuard<'_, ()> {
-    match broker.topic_configs.live() {
-        Some(live) => live.alter_lock(),
-        None => PLAIN_ALTER_LOCK.lock(),
-    }
+    broker.alter_guard()
 }
 
 pub(crate) fn config_error(e: &ConfigError) -> TopicError {

@@ -95,7 +95,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
         })
         .collect();
     let now = broker.now_ms();
-    let (mode, plan) = broker.fetch_sessions.lock().begin(
+    let (mode, plan) = broker.sessions().begin(
         req.session_id,
         req.session_epoch,
         requested,
@@ -307,7 +307,7 @@ fn respond(
     limits: Limits,
 ) -> FetchResponse {
     let now = broker.now_ms();
-    let mut sessions = broker.fetch_sessions.lock();
+    let mut sessions = broker.sessions();
     let (session_id, results) = match mode {
         SessionMode::Incremental { id } => {
             broker.stats.incremental_fetch();
