@@ -29,7 +29,7 @@ pub struct LogDirView {
 
 impl ReplicaManager {
     /// DeleteRecords of one partition: the new log start offset (low watermark). Moving it
-    /// checkpoints the start offsets at once (`write_start_offsets` by the caller when any
+    /// checkpoints the start offsets at once ([`ReplicaManager::write_checkpoints`], by the caller when any
     /// partition moved).
     pub fn delete_records(
         &self,
@@ -131,9 +131,6 @@ impl ReplicaManager {
         views
     }
 }
-
-/// DescribeLogDirs' "unknown" for a partition that cannot be described.
-pub const NOT_HOSTED: ErrorCode = ErrorCode::NotLeaderOrFollower;
 
 /// One hosted partition as the admin port's partition list shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
