@@ -28,9 +28,8 @@ pub struct LogDirView {
 }
 
 impl ReplicaManager {
-    /// DeleteRecords of one partition: the new log start offset (low watermark). Moving it
-    /// checkpoints the start offsets at once ([`ReplicaManager::write_checkpoints`], by the caller when any
-    /// partition moved).
+    /// DeleteRecords of one partition: the new log start offset (low watermark) and whether it
+    /// moved; when any moved, the caller checkpoints at once ([`ReplicaManager::write_checkpoints`]).
     pub fn delete_records(
         &self,
         info: &TopicInfo,
