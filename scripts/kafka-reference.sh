@@ -11,6 +11,12 @@
 #   scripts/kafka-reference.sh start DIR             # starts the formatted node, waits until
 #                                                    # its listener accepts (60 s), pid in DIR
 #   scripts/kafka-reference.sh stop DIR              # SIGTERM, waits for the exit
+#   scripts/kafka-reference.sh format-cluster DIR PORTS CONTROLLER_PORTS
+#                                                    # KRaft cluster, one combined broker +
+#                                                    # controller per port (comma-separated,
+#                                                    # node ids 1..N, static voters): DIR/node-I
+#   scripts/kafka-reference.sh start-cluster DIR     # starts every node (in parallel), waits
+#   scripts/kafka-reference.sh stop-cluster DIR      # stops every node
 #
 # The version is pinned in tests/kafka-ref/pom.xml (`kafka.version`). Maven's own cache (~/.m2)
 # persists on a machine, so a warm machine downloads nothing. The JVM is sized for a 2-core
@@ -42,26 +48,33 @@ java_run() {
         -cp "$LIBS/*" "$@"
 }
 
-format() {
-    local dir="$1" port="${2:-19092}" cport="${3:-19093}"
-    fetch
+# server.properties for one combined broker+controller node: DIR NODE_ID PORT CPORT VOTERS RF
+# (VOTERS empty: a standalone quorum through controller.quorum.bootstrap.servers).
+write_props() {
+    local dir="$1" id="$2" port="$3" cport="$4" voters="$5" rf="$6" min_isr
+    min_isr=$(( rf > 1 ? 2 : 1 ))
     mkdir -p "$dir/data"
-    cat > "$dir/server.properties" <<EOF
-process.roles=broker,controller
-node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:$cport
+    {
+        echo "process.roles=broker,controller"
+        echo "node.id=$id"
+        if [ -n "$voters" ]; then
+            echo "controller.quorum.voters=$voters"
+        else
+            echo "controller.quorum.bootstrap.servers=127.0.0.1:$cport"
+        fi
+        cat <<EOF
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$dir/data
 num.partitions=1
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor=$rf
 offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$min_isr
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$min_isr
 group.initial.rebalance.delay.ms=0
 num.network.threads=1
 num.io.threads=2
@@ -70,10 +83,69 @@ num.recovery.threads.per.data.dir=1
 log.cleaner.threads=1
 log.cleaner.dedupe.buffer.size=16777216
 EOF
+    } > "$dir/server.properties"
+}
+
+# DIR CLUSTER_ID [--standalone]
+storage_format() {
     java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$LIBS/*" \
-        kafka.tools.StorageTool format --standalone -t "$(java -cp "$LIBS/*" \
-        kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)" \
-        -c "$dir/server.properties" >&2
+        kafka.tools.StorageTool format -t "$2" -c "$1/server.properties" ${3:+"$3"} >&2
+}
+
+random_uuid() {
+    java -cp "$LIBS/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1
+}
+
+format() {
+    local dir="$1" port="${2:-19092}" cport="${3:-19093}"
+    fetch
+    write_props "$dir" 1 "$port" "$cport" "" 1
+    storage_format "$dir" "$(random_uuid)" --standalone
+}
+
+# DIR PORTS CPORTS (comma-separated, same length): node I in DIR/node-I, static voters
+# (controller.quorum.voters), replication factor min(N, 3) for the internal topics.
+format_cluster() {
+    local dir="$1" ports cports voters="" id cid rf pids=()
+    IFS=, read -r -a ports <<< "$2"
+    IFS=, read -r -a cports <<< "$3"
+    [ "${#ports[@]}" -eq "${#cports[@]}" ] || die "format-cluster: ${#ports[@]} ports, ${#cports[@]} controller ports"
+    [ "${#ports[@]}" -ge 1 ] || die "format-cluster: no ports"
+    fetch
+    for i in "${!ports[@]}"; do
+        voters="${voters:+$voters,}$((i + 1))@127.0.0.1:${cports[$i]}"
+    done
+    rf=$(( ${#ports[@]} < 3 ? ${#ports[@]} : 3 ))
+    cid="$(random_uuid)"
+    for i in "${!ports[@]}"; do
+        id=$((i + 1))
+        write_props "$dir/node-$id" "$id" "${ports[$i]}" "${cports[$i]}" "$voters" "$rf"
+        storage_format "$dir/node-$id" "$cid" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || die "format-cluster: StorageTool failed"; done
+}
+
+cluster_nodes() {
+    ls -d "$1"/node-* 2>/dev/null || die "$1 holds no formatted cluster (run: $0 format-cluster ...)"
+}
+
+start_cluster() {
+    local n pids=()
+    for n in $(cluster_nodes "$1"); do
+        start "$n" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || die "start-cluster: a node did not start"; done
+}
+
+stop_cluster() {
+    local n pids=()
+    for n in $(cluster_nodes "$1"); do
+        stop "$n" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || true; done
 }
 
 start() {
@@ -119,5 +191,8 @@ case "$cmd" in
     format) [ $# -ge 1 ] || die "format DIR [PORT [CONTROLLER_PORT]]"; format "$@" ;;
     start) [ $# -eq 1 ] || die "start DIR"; start "$1" ;;
     stop) [ $# -eq 1 ] || die "stop DIR"; stop "$1" ;;
-    *) sed -n '2,20p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+    format-cluster) [ $# -eq 3 ] || die "format-cluster DIR PORTS CONTROLLER_PORTS"; format_cluster "$@" ;;
+    start-cluster) [ $# -eq 1 ] || die "start-cluster DIR"; start_cluster "$1" ;;
+    stop-cluster) [ $# -eq 1 ] || die "stop-cluster DIR"; stop_cluster "$1" ;;
+    *) sed -n '2,26p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

@@ -88,3 +88,129 @@ impl Drop for KafkaNode {
         let _ = run(&mut stop, b"", SCRIPT_DEADLINE, "kafka stop", INSTALL);
     }
 }
+
+/// A running Apache Kafka KRaft cluster of combined broker + controller nodes (node ids 1..N,
+/// static voters; `format-cluster` / `start-cluster` of the reference script), the reference
+/// for the cluster issues. Dropping it stops every node.
+#[derive(Debug)]
+pub struct KafkaCluster {
+    dir: tempfile::TempDir,
+    ports: Vec<u16>,
+}
+
+impl KafkaCluster {
+    /// Formats and starts `nodes` nodes on free ports; panics (with the logs) if one cannot.
+    pub fn start(nodes: usize) -> KafkaCluster {
+        assert!(nodes >= 1, "a cluster has at least one node");
+        let dir = tempfile::Builder::new()
+            .prefix("kafka-ref-cluster-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+        // Hold every listener until all ports are chosen, so no two nodes get the same one.
+        let listeners: Vec<TcpListener> = (0..2 * nodes)
+            .map(|_| {
+                TcpListener::bind("127.0.0.1:0")
+                    .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+            })
+            .collect();
+        let mut all: Vec<u16> = listeners
+            .iter()
+            .map(|l| {
+                l.local_addr()
+                    .map(|a| a.port())
+                    .unwrap_or_else(|e| panic!("no local address: {e}"))
+            })
+            .collect();
+        drop(listeners);
+        let controllers = all.split_off(nodes);
+        let join = |p: &[u16]| p.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
+        let path = dir.path().display().to_string();
+        let mut format = script();
+        format
+            .arg("format-cluster")
+            .arg(&path)
+            .arg(join(&all))
+            .arg(join(&controllers));
+        run(
+            &mut format,
+            b"",
+            SCRIPT_DEADLINE,
+            "kafka format-cluster",
+            INSTALL,
+        )
+        .assert_success("kafka-reference.sh format-cluster");
+        let cluster = KafkaCluster { dir, ports: all };
+        let mut start = script();
+        start.arg("start-cluster").arg(&path);
+        let out = run(
+            &mut start,
+            b"",
+            SCRIPT_DEADLINE,
+            "kafka start-cluster",
+            INSTALL,
+        );
+        if !out.status.success() {
+            let logs: String = (1..=nodes)
+                .map(|id| {
+                    let log = std::fs::read_to_string(cluster.log_path(id)).unwrap_or_default();
+                    format!("--- node {id}:\n{log}\n")
+                })
+                .collect();
+            panic!(
+                "the Apache Kafka cluster did not start: {}\n{logs}",
+                out.stderr
+            );
+        }
+        cluster
+    }
+
+    /// Every node's listener, comma-separated (a client's bootstrap list).
+    pub fn bootstrap(&self) -> String {
+        self.ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Node `id`'s (1-based) listener.
+    pub fn node_bootstrap(&self, id: usize) -> String {
+        format!("127.0.0.1:{}", self.ports[id - 1])
+    }
+
+    fn node_dir(&self, id: usize) -> PathBuf {
+        assert!(
+            (1..=self.ports.len()).contains(&id),
+            "no node {id} in a cluster of {}",
+            self.ports.len()
+        );
+        self.dir.path().join(format!("node-{id}"))
+    }
+
+    /// Node `id`'s own log.
+    pub fn log_path(&self, id: usize) -> PathBuf {
+        self.node_dir(id).join("kafka.log")
+    }
+
+    /// Stops node `id` (SIGTERM: Kafka's controlled shutdown) and waits for its exit.
+    pub fn stop_node(&self, id: usize) {
+        let mut stop = script();
+        stop.arg("stop").arg(self.node_dir(id));
+        run(&mut stop, b"", SCRIPT_DEADLINE, "kafka stop", INSTALL)
+            .assert_success("kafka-reference.sh stop");
+    }
+}
+
+impl Drop for KafkaCluster {
+    fn drop(&mut self) {
+        let mut stop = script();
+        stop.arg("stop-cluster").arg(self.dir.path());
+        let _ = run(
+            &mut stop,
+            b"",
+            SCRIPT_DEADLINE,
+            "kafka stop-cluster",
+            INSTALL,
+        );
+    }
+}
