@@ -11,6 +11,8 @@
 #   scripts/kafka-reference.sh start DIR             # starts the formatted node, waits until
 #                                                    # its listener accepts (60 s), pid in DIR
 #   scripts/kafka-reference.sh stop DIR              # SIGTERM, waits for the exit
+#   scripts/kafka-reference.sh build-client          # javac tests/kafka-ref/client against the
+#                                                    # libs: target/kafka-ref/<v>/skiff-java-client.jar
 #
 # The version is pinned in tests/kafka-ref/pom.xml (`kafka.version`). Maven's own cache (~/.m2)
 # persists on a machine, so a warm machine downloads nothing. The JVM is sized for a 2-core
@@ -110,6 +112,17 @@ stop() {
     rm -f "$dir/kafka.pid"
 }
 
+build_client() {
+    fetch
+    command -v javac >/dev/null || die "javac not found (apt-get install openjdk-17-jdk-headless)"
+    local src="$ROOT/tests/kafka-ref/client" classes="$ROOT/target/kafka-ref/$VERSION/client-classes"
+    rm -rf "$classes" && mkdir -p "$classes"
+    javac -nowarn -encoding UTF-8 --release 17 -cp "$LIBS/*" -d "$classes" "$src"/*.java >&2 ||
+        die "javac failed on $src"
+    jar --create --file "$ROOT/target/kafka-ref/$VERSION/skiff-java-client.jar" -C "$classes" . >&2
+    echo "$ROOT/target/kafka-ref/$VERSION/skiff-java-client.jar"
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -119,5 +132,6 @@ case "$cmd" in
     format) [ $# -ge 1 ] || die "format DIR [PORT [CONTROLLER_PORT]]"; format "$@" ;;
     start) [ $# -eq 1 ] || die "start DIR"; start "$1" ;;
     stop) [ $# -eq 1 ] || die "stop DIR"; stop "$1" ;;
+    build-client) build_client ;;
     *) sed -n '2,20p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac
