@@ -17,6 +17,8 @@
 #                                                    # node ids 1..N, static voters): DIR/node-I
 #   scripts/kafka-reference.sh start-cluster DIR     # starts every node (in parallel), waits
 #   scripts/kafka-reference.sh stop-cluster DIR      # stops every node
+#   scripts/kafka-reference.sh build-client          # javac tests/kafka-ref/client against the
+#                                                    # libs: target/kafka-ref/<v>/skiff-java-client.jar
 #
 # The version is pinned in tests/kafka-ref/pom.xml (`kafka.version`). Maven's own cache (~/.m2)
 # persists on a machine, so a warm machine downloads nothing. The JVM is sized for a 2-core
@@ -182,6 +184,17 @@ stop() {
     rm -f "$dir/kafka.pid"
 }
 
+build_client() {
+    fetch
+    command -v javac >/dev/null || die "javac not found (apt-get install openjdk-17-jdk-headless)"
+    local src="$ROOT/tests/kafka-ref/client" classes="$ROOT/target/kafka-ref/$VERSION/client-classes"
+    rm -rf "$classes" && mkdir -p "$classes"
+    javac -nowarn -encoding UTF-8 --release 17 -cp "$LIBS/*" -d "$classes" "$src"/*.java >&2 ||
+        die "javac failed on $src"
+    jar --create --file "$ROOT/target/kafka-ref/$VERSION/skiff-java-client.jar" -C "$classes" . >&2
+    echo "$ROOT/target/kafka-ref/$VERSION/skiff-java-client.jar"
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -191,8 +204,9 @@ case "$cmd" in
     format) [ $# -ge 1 ] || die "format DIR [PORT [CONTROLLER_PORT]]"; format "$@" ;;
     start) [ $# -eq 1 ] || die "start DIR"; start "$1" ;;
     stop) [ $# -eq 1 ] || die "stop DIR"; stop "$1" ;;
+    build-client) build_client ;;
     format-cluster) [ $# -eq 3 ] || die "format-cluster DIR PORTS CONTROLLER_PORTS"; format_cluster "$@" ;;
     start-cluster) [ $# -eq 1 ] || die "start-cluster DIR"; start_cluster "$1" ;;
     stop-cluster) [ $# -eq 1 ] || die "stop-cluster DIR"; stop_cluster "$1" ;;
-    *) sed -n '2,26p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+    *) sed -n '2,24p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

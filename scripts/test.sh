@@ -15,7 +15,7 @@ trap 'rc=$?; [ -n "${PHASE:-}" ] && echo "=== phase ${PHASE} ended (exit ${rc}) 
 
 # Debian packages the build and the client-compatibility tests use. Installed only if missing,
 # so a warm machine skips apt entirely.
-APT_PACKAGES=(zlib1g-dev libzstd-dev kcat python3-confluent-kafka maven openjdk-17-jre-headless)
+APT_PACKAGES=(zlib1g-dev libzstd-dev kcat python3-confluent-kafka maven openjdk-17-jdk-headless)
 
 phase "install system packages"
 missing=()
@@ -40,6 +40,8 @@ phase "install client libraries (.venv, npm)"
 phase "install Apache Kafka (Maven, the reference: tests/kafka-ref/pom.xml)"
 # Jars into target/kafka-ref/<version>/libs; ~/.m2 keeps them, so a warm machine fetches nothing.
 scripts/kafka-reference.sh fetch
+# The Java client helper (tests/kafka-ref/client), compiled once against those jars.
+scripts/kafka-reference.sh build-client
 
 phase "format check"
 cargo fmt --all -- --check

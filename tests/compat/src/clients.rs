@@ -113,7 +113,7 @@ fn python_command(py: Python, script: &str, command: &str, params: &Value) -> Co
     cmd
 }
 
-fn parse_result(out: &Output, what: &str) -> Value {
+pub(crate) fn parse_result(out: &Output, what: &str) -> Value {
     let hint =
         if out.stderr.contains("No module named") || out.stderr.contains("Cannot find module") {
             format!("\nA client library is missing. {INSTALL}")

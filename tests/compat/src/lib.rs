@@ -4,7 +4,8 @@
 //! Mental model: every test starts its own `skiff` broker process ([`Broker`], the workspace's
 //! process harness from `skiff-testkit`) on a free
 //! loopback port with a fresh temporary log directory, drives it with a *stock* client over TCP
-//! (kcat, Debian's or PyPI's confluent-kafka, kafka-python, kafkajs, or the `rdkafka` crate) and
+//! (kcat, Debian's or PyPI's confluent-kafka, kafka-python, kafkajs, the Apache Kafka Java
+//! client ([`java_client`]), or the `rdkafka` crate) and
 //! checks what the client saw. External clients run as child processes with a deadline
 //! ([`run`]); the Python and node scripts under `tests/compat/py` and `tests/compat/js` take
 //! one command and one JSON argument and print ONE JSON line of results ([`python`],
@@ -20,6 +21,7 @@
 
 pub mod broker;
 pub mod clients;
+pub mod java;
 pub mod kafka_ref;
 pub mod process;
 pub mod segments;
@@ -27,6 +29,7 @@ pub mod wire;
 
 pub use broker::Broker;
 pub use clients::{Python, finish_json, kcat, node, python, python_background, repo_root};
+pub use java::java_client;
 pub use kafka_ref::{KafkaCluster, KafkaNode, kafka_tool};
 pub use process::{Background, Output, run};
 pub use segments::{BatchInfo, read_batches};
