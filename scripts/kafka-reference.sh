@@ -208,5 +208,5 @@ case "$cmd" in
     format-cluster) [ $# -eq 3 ] || die "format-cluster DIR PORTS CONTROLLER_PORTS"; format_cluster "$@" ;;
     start-cluster) [ $# -eq 1 ] || die "start-cluster DIR"; start_cluster "$1" ;;
     stop-cluster) [ $# -eq 1 ] || die "stop-cluster DIR"; stop_cluster "$1" ;;
-    *) sed -n '2,24p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+    *) sed -n '2,25p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac
