@@ -174,7 +174,11 @@ def static(p):
         while time.time() < deadline:
             c.poll(0.1)
             mine = sorted(tp.partition for tp in c.assignment())
-            if mine and sorted(mine + w_parts) == list(range(p["partitions"])):
+            # Settled: both members hold partitions and together hold them all. (S alone
+            # holding all six before the watcher joins is not settled: the watcher's join
+            # would rebalance after "before" was taken.)
+            theirs = list(w_parts)
+            if mine and theirs and sorted(mine + theirs) == list(range(p["partitions"])):
                 return c, mine
         return c, []
 
