@@ -25,9 +25,14 @@ fn script() -> Command {
 
 /// Runs a Kafka main class (a tool) with `args`; the caller checks the exit status.
 pub fn kafka_tool(class: &str, args: &[&str]) -> Output {
+    kafka_tool_input(class, args, b"")
+}
+
+/// [`kafka_tool`] with `stdin` as the tool's standard input (the console producer's lines).
+pub fn kafka_tool_input(class: &str, args: &[&str], stdin: &[u8]) -> Output {
     let mut cmd = script();
     cmd.arg("run").arg(class).args(args);
-    run(&mut cmd, b"", SCRIPT_DEADLINE, class, INSTALL)
+    run(&mut cmd, stdin, SCRIPT_DEADLINE, class, INSTALL)
 }
 
 fn free_port() -> u16 {

@@ -30,7 +30,7 @@ pub mod wire;
 pub use broker::Broker;
 pub use clients::{Python, finish_json, kcat, node, python, python_background, repo_root};
 pub use java::java_client;
-pub use kafka_ref::{KafkaCluster, KafkaNode, kafka_tool};
+pub use kafka_ref::{KafkaCluster, KafkaNode, kafka_tool, kafka_tool_input};
 pub use process::{Background, Output, run};
 pub use segments::{BatchInfo, read_batches};
 pub use wire::api_versions;
