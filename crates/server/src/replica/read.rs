@@ -100,8 +100,24 @@ impl ReplicaManager {
         timestamp: i64,
     ) -> Result<Option<TimestampOffset>, ErrorCode> {
         let h = self.hosted(info, partition)?;
+        let current = h.state.lock().leader_epoch();
         self.bounded(&h, reader, current_leader_epoch, |l, bound| {
+            let no_epochs = l.leader_epochs().latest_epoch().is_none();
             l.offset_for_timestamp(timestamp, bound.max_offset)
+                .map(|found| {
+                    // Kafka records the leader's epoch at the log end when it becomes leader,
+                    // so earliest / latest of a log with nothing appended since answer the
+                    // current epoch (checked against Kafka: kafka_wire_differential).
+                    found.map(|mut f| {
+                        if f.leader_epoch.is_none()
+                            && no_epochs
+                            && (timestamp == -1 || timestamp == -2)
+                        {
+                            f.leader_epoch = Some(current);
+                        }
+                        f
+                    })
+                })
         })?
         .map_err(|e| {
             tracing::error!(topic = %info.name, partition, error = %e, "ListOffsets lookup failed");
