@@ -43,6 +43,10 @@ scripts/kafka-reference.sh fetch
 # The Java client helper (tests/kafka-ref/client), compiled once against those jars.
 scripts/kafka-reference.sh build-client
 
+phase "install franz-go's kgo tests (Go module proxy)"
+# franz-go v1.22.3's kgo test binary into target/franz-go (tests/compat/tests/franz_go.rs).
+scripts/franz-go-kgo.sh
+
 phase "format check"
 cargo fmt --all -- --check
 
