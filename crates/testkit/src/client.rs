@@ -136,6 +136,18 @@ impl Conn {
     /// ListOffsets v7 of one partition at `timestamp` (-1 latest, -2 earliest):
     /// (error code, offset).
     pub fn list_offset(&mut self, topic: &str, partition: i32, timestamp: i64) -> (i16, i64) {
+        let p = self.list_offset_answer(topic, partition, timestamp);
+        (p.error_code, p.offset)
+    }
+
+    /// ListOffsets v7 of one partition at `timestamp`: that partition's whole answer
+    /// (error, timestamp, offset, leader epoch).
+    pub fn list_offset_answer(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> ListOffsetsPartitionResponse {
         let req = ListOffsetsRequest {
             replica_id: -1,
             topics: vec![ListOffsetsTopic {
@@ -151,8 +163,15 @@ impl Conn {
         let ResponseBody::ListOffsets(r) = self.call(7, req) else {
             panic!("not a ListOffsets response")
         };
-        let p = &r.topics[0].partitions[0];
-        (p.error_code, p.offset)
+        match r
+            .topics
+            .into_iter()
+            .next()
+            .and_then(|t| t.partitions.into_iter().next())
+        {
+            Some(p) => p,
+            None => panic!("ListOffsets answered no partition"),
+        }
     }
 }
 

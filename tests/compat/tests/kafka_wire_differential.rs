@@ -344,22 +344,7 @@ fn init_producer_id(c: &mut Conn) -> i64 {
 
 /// ListOffsets (v7) of partition 0 at `timestamp`: (error, timestamp, offset, leader epoch).
 fn list_offsets(c: &mut Conn, topic: &str, timestamp: i64) -> (i16, i64, i64, i32) {
-    let req = ListOffsetsRequest {
-        replica_id: -1,
-        topics: vec![ListOffsetsTopic {
-            name: topic.into(),
-            partitions: vec![ListOffsetsPartition {
-                partition_index: 0,
-                timestamp,
-                ..ListOffsetsPartition::default()
-            }],
-        }],
-        ..ListOffsetsRequest::default()
-    };
-    let ResponseBody::ListOffsets(r) = c.call(7, req) else {
-        panic!("not a ListOffsets response")
-    };
-    let p = &r.topics[0].partitions[0];
+    let p = c.list_offset_answer(topic, 0, timestamp);
     (p.error_code, p.timestamp, p.offset, p.leader_epoch)
 }
 
