@@ -23,6 +23,10 @@
 # The version is pinned in tests/kafka-ref/pom.xml (`kafka.version`). Maven's own cache (~/.m2)
 # persists on a machine, so a warm machine downloads nothing. The JVM is sized for a 2-core
 # machine (KAFKA_REF_HEAP, default 512m; one network and two I/O threads, short timers).
+#
+# KAFKA_REF_PROFILE=bench (the broker benchmark, bench/broker) runs Kafka as shipped instead:
+# kafka-server-start.sh's JVM options (G1, MaxGCPauseMillis=20, full JIT, -Xmx1G -Xms1G) and
+# the broker's default thread counts and buffers; `jvm-opts` prints the profile's JVM options.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +34,15 @@ POM="$ROOT/tests/kafka-ref/pom.xml"
 VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")"
 LIBS="$ROOT/target/kafka-ref/$VERSION/libs"
 HEAP="${KAFKA_REF_HEAP:-512m}"
+PROFILE="${KAFKA_REF_PROFILE:-test}"
+case "$PROFILE" in
+    test) JVM_OPTS=(-Xmx"$HEAP" -Xms128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1) ;;
+    # bin/kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS and kafka-server-start.sh's heap
+    bench) JVM_OPTS=(-Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+        -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent
+        -XX:MaxInlineLevel=15 -Djava.awt.headless=true) ;;
+    *) echo "kafka-reference: KAFKA_REF_PROFILE is test or bench, not '$PROFILE'" >&2; exit 2 ;;
+esac
 
 die() { echo "kafka-reference: $*" >&2; exit 1; }
 
@@ -78,6 +91,9 @@ transaction.state.log.min.isr=$min_isr
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$min_isr
 group.initial.rebalance.delay.ms=0
+EOF
+        # the test profile: a 2-core CI machine runs Kafka beside Skiff and the clients
+        [ "$PROFILE" = bench ] || cat <<EOF
 num.network.threads=1
 num.io.threads=2
 background.threads=2
@@ -156,7 +172,7 @@ start() {
     fetch
     local port
     port="$(sed -n 's#^advertised.listeners=PLAINTEXT://127.0.0.1:\([0-9]*\)$#\1#p' "$dir/server.properties")"
-    nohup java -Xmx"$HEAP" -Xms128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    nohup java "${JVM_OPTS[@]}" \
         -Dlog4j2.level=WARN -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
         > "$dir/kafka.log" 2>&1 &
     echo $! > "$dir/kafka.pid"
@@ -199,6 +215,7 @@ cmd="${1:-}"
 shift || true
 case "$cmd" in
     fetch) fetch; echo "$LIBS" ;;
+    jvm-opts) printf '%s\n' "${JVM_OPTS[@]}" ;;
     classpath) fetch; echo "$LIBS/*" ;;
     run) [ $# -ge 1 ] || die "run CLASS [ARGS...]"; java_run "$@" ;;
     format) [ $# -ge 1 ] || die "format DIR [PORT [CONTROLLER_PORT]]"; format "$@" ;;
@@ -208,5 +225,5 @@ case "$cmd" in
     format-cluster) [ $# -eq 3 ] || die "format-cluster DIR PORTS CONTROLLER_PORTS"; format_cluster "$@" ;;
     start-cluster) [ $# -eq 1 ] || die "start-cluster DIR"; start_cluster "$1" ;;
     stop-cluster) [ $# -eq 1 ] || die "stop-cluster DIR"; stop_cluster "$1" ;;
-    *) sed -n '2,25p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+    *) sed -n '2,30p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

@@ -21,6 +21,14 @@
 # 5. runs bench/broker/broker_bench.py (Python 3 standard library only), which pins each broker
 #    to CPU 1 and the generator to CPU 0, measures the raw-write limit with dd, runs the cells
 #    for both brokers and prints the tables and the targets' verdicts.
+# Skiff, Apache Kafka and Tansu side by side (issue 14 item 5; not in CI, wants a quiet machine):
+#
+#   ./bench/broker/run.sh --vs-kafka [--quick] [--runs N] [--phases matrix,latency,retained]
+#                                    [--retained-gib 10] [--json FILE]
+#
+# does steps 1-3, builds Skiff (release; BENCH_SKIFF_BIN=PATH measures that binary instead),
+# fetches Apache Kafka with Maven (scripts/kafka-reference.sh fetch) and runs
+# bench/broker/vs_kafka.py (its docstring says what is measured) instead of steps 4-5.
 # Work files (logs, dd's file) live in bench/broker/.cache/work-<pid> and are deleted at the end.
 # Extra arguments go to broker_bench.py (see its --help).
 set -euo pipefail
@@ -36,11 +44,13 @@ log() { echo "== $*" >&2; }
 
 # --ab A_BIN,B_BIN (anywhere in the arguments) selects the A/B mode; the rest go to ab.py.
 ab=""
+vs_kafka=""
 args=()
 while (($#)); do
     case "$1" in
         --ab) ab="${2:?--ab wants A_BIN,B_BIN}"; shift 2 ;;
         --ab=*) ab="${1#--ab=}"; shift ;;
+        --vs-kafka) vs_kafka=1; shift ;;
         *) args+=("$1"); shift ;;
     esac
 done
@@ -107,6 +117,26 @@ if [ -n "$ab" ]; then
     exec python3 -B "$HERE/ab.py" --ab "$ab" --tansu "$tansu" --perf "$perf" --work "$CACHE/ab-$$" \
         --label "generator=rdkafka_performance, $librdkafka_version" \
         --label "script=$(git -C "$ROOT" rev-parse --short HEAD)" \
+        "$@"
+fi
+
+# Three-way mode: Skiff (BENCH_SKIFF_BIN=PATH measures that binary), Kafka, Tansu.
+if [ -n "$vs_kafka" ]; then
+    skiff="${BENCH_SKIFF_BIN:-$ROOT/target/release/skiff}"
+    if [ -z "${BENCH_SKIFF_BIN:-}" ]; then
+        log "building skiff (release)"
+        cargo build --release --locked -p skiff
+    fi
+    log "fetching Apache Kafka (Maven)"
+    "$ROOT/scripts/kafka-reference.sh" fetch >/dev/null
+    git_rev="$(git -C "$ROOT" rev-parse --short HEAD)"
+    log "Skiff vs Apache Kafka vs Tansu (brokers on CPU 1, generators on CPU 0)"
+    exec python3 -B "$HERE/vs_kafka.py" \
+        --skiff "$skiff" --tansu "$tansu" --perf "$perf" --work "$CACHE/vs-kafka-$$" \
+        --label "skiff=$("$skiff" --version), binary $skiff (sha256 $(sha256sum "$skiff" | cut -c1-16)); this script at $git_rev" \
+        --label "kafka=Apache Kafka $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/tests/kafka-ref/pom.xml") on $(java -version 2>&1 | head -1), $(KAFKA_REF_PROFILE=bench "$ROOT/scripts/kafka-reference.sh" jvm-opts | tr '\n' ' ')" \
+        --label "tansu=$tansu_version ($TANSU_WHEEL_SPEC)" \
+        --label "generator=rdkafka_performance, $librdkafka_version; kafka-producer-perf-test of the same Kafka" \
         "$@"
 fi
 
