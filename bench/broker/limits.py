@@ -99,3 +99,70 @@ def sendfile_floor(floor_bin, path, size, mode):
         "receiver_ms_per_mb": r["cpu_s"] * 1000.0 / mb,
         "receiver_core_pct": 100.0 * r["cpu_s"] / wall,
     }
+
+
+PAGE_REPORTING_MIN_FREE = "/sys/module/page_reporting/parameters/min_free_ms"
+
+
+def hold_guest_memory(hold_ms=3_600_000, keep_free_gib=3):
+    """This VM (Firecracker, free page reporting with `min_free_ms=0`) hands every freed page
+    back to the host at once, so the next write into a new page-cache page pays a host fault
+    inside the kernel's copy: `dd bs=1M` of 3 GiB measured 345-713 MB/s so, 4.0 GB/s into
+    pages that were reused (2026-12-03). That cost lands in whichever process writes (2-3
+    CPU-ms per MB, several times Skiff's own produce cost) and depends on the history of the
+    machine's memory, not on the broker. Where the knob exists and is writable (root), this
+    keeps freed pages in the guest for `hold_ms` and touches all but `keep_free_gib` of the
+    available memory once, so that every later page-cache page is a reused one. Returns the
+    knob's previous value (to restore with `release_guest_memory`), or None where there is no
+    such knob (then nothing is changed and the figures carry the cost)."""
+    import mmap
+
+    try:
+        with open(PAGE_REPORTING_MIN_FREE) as f:
+            old = f.read().strip()
+        with open(PAGE_REPORTING_MIN_FREE, "w") as f:
+            f.write(str(hold_ms))
+    except OSError:
+        return None
+    avail = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    size = max(0, avail - keep_free_gib * (1 << 30)) // CHUNK * CHUNK
+    if size:
+        m = mmap.mmap(-1, size)
+        zero = bytes(CHUNK)
+        for off in range(0, size, CHUNK):
+            m[off : off + CHUNK] = zero
+        m.close()
+    return old
+
+
+def release_guest_memory(old):
+    if old is None:
+        return
+    try:
+        with open(PAGE_REPORTING_MIN_FREE, "w") as f:
+            f.write(old)
+    except OSError:
+        pass
+
+
+def dd_write_cost(directory, mib=2048):
+    """dd if=/dev/zero bs=1M of `mib` MiB into a new file, on the broker core: (MB/s, CPU-ms
+    per MB of dd itself): the price of putting bytes into the page cache with write(2), the
+    floor under every broker's produce cost on this machine."""
+    path = os.path.join(directory, "raw")
+    os.sync()
+    p = subprocess.Popen(["taskset", "-c", BROKER_CPU, "dd", "if=/dev/zero", "of=" + path, "bs=1M",
+                          "count=%d" % mib], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    if os.path.exists(path):
+        os.unlink(path)
+    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", err)
+    if os.waitstatus_to_exitcode(status) != 0 or not m:
+        raise BenchError("dd failed: %s" % err)
+    mb = int(m.group(1)) / 1e6
+    return mb / float(m.group(2)), (ru.ru_utime + ru.ru_stime) * 1000.0 / mb

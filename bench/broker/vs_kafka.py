@@ -9,7 +9,11 @@ librdkafka's bundled source, Tansu 0.6, Apache Kafka 4.1.1 fetched with Maven) a
 driver, which owns one work dir. Every broker runs on core 1, every load generator on core 0
 (`taskset`), the brokers one at a time. Figures come from the kernel (procs.py: utime+stime of
 the broker process, all its threads, JIT and GC threads included; VmRSS/VmHWM), never from the
-brokers. MB = 10^6 bytes of record payload.
+brokers. MB = 10^6 bytes of record payload. First, where the VM allows it, freed guest pages
+are held for the run and the available memory is touched once (limits.hold_guest_memory: on
+this Firecracker VM a write into a never-reused page-cache page costs a host fault, 2-3
+CPU-ms/MB in the writer, whoever it is), and dd's price of a page-cache write is measured (the
+floor under every produce cell).
 
 Phases:
   matrix   per round, per broker (order rotated each round): Skiff and Kafka are one fresh
@@ -49,6 +53,7 @@ import subprocess
 import sys
 import time
 
+import limits
 import procs
 import servers
 from broker_bench import fmt, machine_info, uptime
@@ -153,6 +158,7 @@ class Bench:
         self.restarts = []
         self.retained = {}
         self.failures = []
+        self.dd = []
         self.libs = servers.kafka_libs() if "kafka" in opts.brokers else None
 
     def server(self, kind):
@@ -470,7 +476,21 @@ def main():
         print("# %s: %s" % (k, v), flush=True)
     t0 = time.monotonic()
     b = Bench(opts)
+    held = None
     try:
+        t_hold = time.monotonic()
+        held = limits.hold_guest_memory()
+        if held is None:
+            print("# guest memory: free page reporting knob absent or read-only: writes into new page-cache pages "
+                  "may carry the host's faults (see limits.hold_guest_memory)", flush=True)
+        else:
+            print("# guest memory: page_reporting min_free_ms %s -> 3600000 for the run (restored at the end); "
+                  "available memory touched once in %.0f s" % (held, time.monotonic() - t_hold), flush=True)
+        for i in range(3):
+            mb_s, ms_mb = limits.dd_write_cost(opts.work)
+            b.dd.append((mb_s, ms_mb))
+            print("limit dd bs=1M 2 GiB into a new file, core 1, run %d: %.0f MB/s, dd %.2f CPU-ms/MB" % (i + 1, mb_s, ms_mb),
+                  flush=True)
         if "matrix" in phases:
             for rnd in range(1, opts.runs + 1):
                 k = (rnd - 1) % len(opts.brokers)
@@ -490,10 +510,15 @@ def main():
     except BenchError as e:
         sys.exit("benchmark aborted: %s" % e)
     finally:
+        limits.release_guest_memory(held)
         header["uptime_end"] = uptime()
         header["wall_s"] = round(time.monotonic() - t0)
         shutil.rmtree(opts.work, ignore_errors=True)
     print("\n# uptime_end: %s\n# wall: %d s\n" % (header["uptime_end"], header["wall_s"]))
+    if b.dd:
+        print("Limit: dd bs=1M of 2 GiB into a new file on core 1 (x%d): %s MB/s, %s CPU-ms/MB (the page-cache "
+              "write floor under every produce figure)\n" % (len(b.dd), fmt([d[0] for d in b.dd], 0),
+                                                             fmt([d[1] for d in b.dd], 2)))
     for line in report(b, opts.brokers):
         print(line)
     if b.lat:
@@ -519,7 +544,7 @@ def main():
         print("- " + line)
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"header": header, "results": b.results, "latency": b.lat, "restarts": b.restarts,
+            json.dump({"header": header, "dd": b.dd, "results": b.results, "latency": b.lat, "restarts": b.restarts,
                        "retained": b.retained, "idle_rss_kib": b.idle}, f, indent=1)
 
 
