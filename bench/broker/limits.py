@@ -104,19 +104,17 @@ def sendfile_floor(floor_bin, path, size, mode):
 PAGE_REPORTING_MIN_FREE = "/sys/module/page_reporting/parameters/min_free_ms"
 
 
-def hold_guest_memory(hold_ms=3_600_000, keep_free_gib=3):
+def hold_guest_memory(hold_ms=300_000):
     """This VM (Firecracker, free page reporting with `min_free_ms=0`) hands every freed page
     back to the host at once, so the next write into a new page-cache page pays a host fault
     inside the kernel's copy: `dd bs=1M` of 3 GiB measured 345-713 MB/s so, 4.0 GB/s into
     pages that were reused (2026-12-03). That cost lands in whichever process writes (2-3
     CPU-ms per MB, several times Skiff's own produce cost) and depends on the history of the
     machine's memory, not on the broker. Where the knob exists and is writable (root), this
-    keeps freed pages in the guest for `hold_ms` and touches all but `keep_free_gib` of the
-    available memory once, so that every later page-cache page is a reused one. Returns the
-    knob's previous value (to restore with `release_guest_memory`), or None where there is no
-    such knob (then nothing is changed and the figures carry the cost)."""
-    import mmap
-
+    keeps freed pages in the guest for `hold_ms` (the kernel refuses 600000 and more); with
+    `touch_free_memory` before each broker's measurements every page-cache page they write is
+    then a reused one. Returns the knob's previous value (for `release_guest_memory`), or None
+    where there is no such knob (nothing is changed; the figures carry the cost)."""
     try:
         with open(PAGE_REPORTING_MIN_FREE) as f:
             old = f.read().strip()
@@ -124,6 +122,16 @@ def hold_guest_memory(hold_ms=3_600_000, keep_free_gib=3):
             f.write(str(hold_ms))
     except OSError:
         return None
+    return old
+
+
+def touch_free_memory(keep_free_gib=3):
+    """Writes once into all but `keep_free_gib` of the available memory and frees it: the
+    pages are the host's again (held by `hold_guest_memory`). Returns the seconds it took."""
+    import mmap
+    import time
+
+    t0 = time.monotonic()
     avail = 0
     with open("/proc/meminfo") as f:
         for line in f:
@@ -136,7 +144,7 @@ def hold_guest_memory(hold_ms=3_600_000, keep_free_gib=3):
         for off in range(0, size, CHUNK):
             m[off : off + CHUNK] = zero
         m.close()
-    return old
+    return time.monotonic() - t0
 
 
 def release_guest_memory(old):
