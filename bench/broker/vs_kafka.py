@@ -160,11 +160,11 @@ class Bench:
         self.failures = []
         self.dd = []
         self.held = False
+        self.libs = servers.kafka_libs() if "kafka" in opts.brokers else None
 
     def warm(self):
         """Touches the available memory (see limits.hold_guest_memory) if freed pages are held."""
         return limits.touch_free_memory() if self.held else 0.0
-        self.libs = servers.kafka_libs() if "kafka" in opts.brokers else None
 
     def server(self, kind):
         binary = {"skiff": self.opts.skiff, "tansu": self.opts.tansu, "kafka": self.libs}[kind]
