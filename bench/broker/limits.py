@@ -101,26 +101,33 @@ def sendfile_floor(floor_bin, path, size, mode):
     }
 
 
-PAGE_REPORTING_MIN_FREE = "/sys/module/page_reporting/parameters/min_free_ms"
+PAGE_REPORTING = "/sys/module/page_reporting/parameters/"
+# (knob, value while the benchmark runs): hold freed pages 5 min (the kernel refuses 600000 ms
+# and more), and let up to 20 GiB of them wait (the default 1024 MiB reports the rest at once).
+PAGE_REPORTING_HOLD = (("min_free_ms", "300000"), ("max_waiting_mib", "20480"))
 
 
-def hold_guest_memory(hold_ms=300_000):
+def hold_guest_memory():
     """This VM (Firecracker, free page reporting with `min_free_ms=0`) hands every freed page
     back to the host at once, so the next write into a new page-cache page pays a host fault
     inside the kernel's copy: `dd bs=1M` of 3 GiB measured 345-713 MB/s so, 4.0 GB/s into
     pages that were reused (2026-12-03). That cost lands in whichever process writes (2-3
     CPU-ms per MB, several times Skiff's own produce cost) and depends on the history of the
-    machine's memory, not on the broker. Where the knob exists and is writable (root), this
-    keeps freed pages in the guest for `hold_ms` (the kernel refuses 600000 and more); with
-    `touch_free_memory` before each broker's measurements every page-cache page they write is
-    then a reused one. Returns the knob's previous value (for `release_guest_memory`), or None
-    where there is no such knob (nothing is changed; the figures carry the cost)."""
+    machine's memory, not on the broker. Where the knobs exist and are writable (root), this
+    keeps freed pages in the guest (PAGE_REPORTING_HOLD); with `touch_free_memory` before each
+    broker's measurements most page-cache pages they write are then reused ones (best effort:
+    dd still varied 1.4-5.1 GB/s so, against 0.35-0.7 GB/s without). Returns the knobs'
+    previous values (for `release_guest_memory`), or None where there are no such knobs
+    (nothing is changed; the figures carry the cost)."""
+    old = []
     try:
-        with open(PAGE_REPORTING_MIN_FREE) as f:
-            old = f.read().strip()
-        with open(PAGE_REPORTING_MIN_FREE, "w") as f:
-            f.write(str(hold_ms))
+        for knob, value in PAGE_REPORTING_HOLD:
+            with open(PAGE_REPORTING + knob) as f:
+                old.append((knob, f.read().strip()))
+            with open(PAGE_REPORTING + knob, "w") as f:
+                f.write(value)
     except OSError:
+        release_guest_memory(old)
         return None
     return old
 
@@ -148,13 +155,12 @@ def touch_free_memory(keep_free_gib=3):
 
 
 def release_guest_memory(old):
-    if old is None:
-        return
-    try:
-        with open(PAGE_REPORTING_MIN_FREE, "w") as f:
-            f.write(old)
-    except OSError:
-        pass
+    for knob, value in old or []:
+        try:
+            with open(PAGE_REPORTING + knob, "w") as f:
+                f.write(value)
+        except OSError:
+            pass
 
 
 def dd_write_cost(directory, mib=2048):

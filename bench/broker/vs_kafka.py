@@ -85,7 +85,9 @@ def rdk_args(topic, bootstrap, size, acks, records, partitioned, linger=5, extra
 
 def run_generators(cmds, broker_pid, size, expect_total, parse):
     """Runs the generator commands at once on the generator core; broker CPU and core load
-    over their whole lives; throughput over the longest of their own windows."""
+    over their whole lives; throughput over the longest of their own windows. An untimed
+    sync() first: no writeback of the previous cell's data runs during this one."""
+    os.sync()
     j0, b0, w0 = procs.cpu_jiffies(), procs.proc_cpu_ms(broker_pid), procs.runq_wait_ms(broker_pid)
     t0 = time.monotonic()
     ps = [subprocess.Popen(["taskset", "-c", GENERATOR_CPU] + c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -492,9 +494,9 @@ def main():
                   "may carry the host's faults (see limits.hold_guest_memory)", flush=True)
         else:
             b.held = True
-            print("# guest memory: page_reporting min_free_ms %s -> 300000 for the run (restored at the end); "
-                  "available memory touched before each broker's measurements (first: %.0f s)"
-                  % (held, b.warm()), flush=True)
+            print("# guest memory: free page reporting held (%s, was %s; restored at the end); available memory "
+                  "touched before each broker's measurements (first: %.0f s)"
+                  % (dict(limits.PAGE_REPORTING_HOLD), dict(held), b.warm()), flush=True)
         for i in range(3):
             mb_s, ms_mb = limits.dd_write_cost(opts.work)
             b.dd.append((mb_s, ms_mb))
