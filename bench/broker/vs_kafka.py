@@ -16,16 +16,19 @@ CPU-ms/MB in the writer, whoever it is), and dd's price of a page-cache write is
 floor under every produce cell).
 
 Phases:
-  matrix   per round, per broker (order rotated each round): Skiff and Kafka are one fresh
-           process per round (an empty data dir), warmed up by 300k records (untimed: Kafka's
-           JIT), then every cell on its own new topic; Tansu (memory:// storage) is a fresh
-           process per cell, as it keeps every record in memory. Cells: record size 100 B and
+  matrix   per round, per broker (order rotated each round): every cell is a fresh broker
+           process on an empty data dir (deleted after the cell), warmed up by 300k records of
+           1 KiB on another topic (untimed: Kafka's JIT), then the cell on its own new topic
+           (--one-process: one process per round for all cells instead; on this VM the page
+           cache then fills with data the run never deletes, and writes into new page-cache
+           pages cost several CPU-ms per MB on and off, see limits.hold_guest_memory).
+           Cells: record size 100 B and
            1 KiB x acks=1 and acks=all with enable.idempotence x 1 and 8 producers (8
            rdkafka_performance processes, each an eighth of the records) x 1 and 64
            partitions (64: keyless records, librdkafka's sticky partitioner), then C (catch-up
            consume: the 1 KiB acks=1 1-partition topic read back from offset 0) and J1/Jall
            (kafka-producer-perf-test, 1 KiB, acks=1 / acks=all, 1 partition, the second load
-           generator). Peak RSS is VmHWM over the round's process (Tansu: that cell's).
+           generator). Peak RSS is VmHWM over the cell's process (the round's with --one-process).
   latency  per broker, a fresh process: rdkafka_performance -l producer at a fixed rate and a
            consumer (-l -A FILE, nice -10 so that it preempts the rate-limited producer, which
            busy-polls on the same core); 1 KiB records, acks=1, linger.ms=0, one partition;
@@ -194,6 +197,15 @@ class Bench:
         self.idle[kind].append(procs.proc_mem_kib(s.pid)[0])
         return s
 
+    def fresh_warm(self, kind):
+        s = self.fresh(kind)
+        try:
+            self.warm_up(s)
+        except BaseException:
+            s.destroy()
+            raise
+        return s
+
     def topic(self, s, name, parts):
         servers.create_topic(self.opts.tansu, s.bootstrap, name, parts)
         if s.kind != "tansu":
@@ -248,13 +260,13 @@ class Bench:
     def matrix_round(self, rnd, order):
         for kind in order:
             self.warm()
-            per_cell = kind == "tansu"
+            per_cell = kind == "tansu" or not self.opts.one_process
             s = None if per_cell else self.fresh(kind)
             try:
                 if s:
                     self.warm_up(s)
                 for size, acks, parts, prods in RDK:
-                    t = self.fresh(kind) if per_cell else s
+                    t = self.fresh_warm(kind) if per_cell else s
                     try:
                         topic, total = self.produce(t, kind, rnd, size, acks, parts, prods)
                         if (size, acks, parts, prods) == (1024, "1", 1, 1):
@@ -264,7 +276,7 @@ class Bench:
                             t.destroy()
                 if self.libs:
                     for acks in ("1", "all"):
-                        t = self.fresh(kind) if per_cell else s
+                        t = self.fresh_warm(kind) if per_cell else s
                         try:
                             self.jperf(t, kind, rnd, acks)
                         finally:
@@ -468,6 +480,9 @@ def main():
     ap.add_argument("--retained-gib", type=float, default=10.0)
     ap.add_argument("--restarts", type=int, default=3)
     ap.add_argument("--latency-s", type=int, default=12)
+    ap.add_argument("--one-process", action="store_true",
+                    help="matrix: one Skiff / Kafka process per round for every cell (default: a fresh process "
+                         "and data dir per cell, warmed up, as broker_bench.py does)")
     ap.add_argument("--quick", action="store_true", help="a tenth of the volume, 1 round, 1 GiB retained")
     ap.add_argument("--json")
     ap.add_argument("--label", action="append", default=[])
