@@ -30,19 +30,7 @@ CHUNK = 1 << 20
 
 def dd_raw_write(directory):
     """One dd run on the broker core; MB/s."""
-    path = os.path.join(directory, "raw")
-    os.sync()
-    r = subprocess.run(
-        ["taskset", "-c", BROKER_CPU, "dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=2048"],
-        capture_output=True,
-        text=True,
-    )
-    if os.path.exists(path):
-        os.unlink(path)
-    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", r.stderr)
-    if r.returncode != 0 or not m:
-        raise BenchError("dd failed: %s" % r.stderr)
-    return int(m.group(1)) / float(m.group(2)) / 1e6
+    return dd_write_cost(directory)[0]
 
 
 def make_page_cache_file(directory, size):

@@ -263,9 +263,9 @@ class Broker:
             self.data_dir = None
 
 
-def create_topic(tansu_binary, bootstrap, topic):
-    """CreateTopics (1 partition, RF 1) through Tansu's own Kafka-protocol admin client, for
-    both brokers, from the generator core."""
+def create_topic(tansu_binary, bootstrap, topic, partitions=1):
+    """CreateTopics (RF 1) through Tansu's own Kafka-protocol admin client, for every broker
+    benchmarked, from the generator core."""
     r = subprocess.run(
         [
             "taskset",
@@ -277,7 +277,7 @@ def create_topic(tansu_binary, bootstrap, topic):
             "--broker",
             "tcp://" + bootstrap,
             "--partitions",
-            "1",
+            str(partitions),
             topic,
         ],
         capture_output=True,

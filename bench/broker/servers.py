@@ -18,6 +18,7 @@ broker is spawned and times until it has fetched the partition's last record. Ow
 Server signals only the process it spawned (its own pid).
 """
 
+import functools
 import os
 import re
 import shutil
@@ -41,9 +42,10 @@ def kafka_libs():
     return r.stdout.strip().splitlines()[-1]
 
 
+@functools.lru_cache(maxsize=None)
 def kafka_jvm_opts():
     r = subprocess.run([KAFKA_REF, "jvm-opts"], capture_output=True, text=True, env=BENCH_ENV, check=True)
-    return r.stdout.split()
+    return tuple(r.stdout.split())
 
 
 class Server:
@@ -85,7 +87,7 @@ class Server:
         if self.kind == "kafka":
             return (
                 ["java"]
-                + kafka_jvm_opts()
+                + list(kafka_jvm_opts())
                 + ["-Dlog4j2.level=WARN", "-cp", os.path.join(self.binary, "*"), "kafka.Kafka"]
                 + [os.path.join(self.dir, "server.properties")]
             )
@@ -183,18 +185,6 @@ class Server:
                 except OSError:
                     pass
         return total
-
-
-def create_topic(tansu_binary, bootstrap, topic, partitions):
-    """CreateTopics (RF 1) through Tansu's Kafka-protocol admin client, from the generator core,
-    for all three brokers."""
-    r = subprocess.run(
-        ["taskset", "-c", GENERATOR_CPU, tansu_binary, "topic", "create", "--broker", "tcp://" + bootstrap,
-         "--partitions", str(partitions), topic],
-        capture_output=True, text=True, timeout=60,
-    )
-    if r.returncode != 0:
-        raise BenchError("creating %s on %s failed: %s %s" % (topic, bootstrap, r.stdout, r.stderr))
 
 
 def wait_topic_ready(bootstrap, topic, partitions, timeout=30):

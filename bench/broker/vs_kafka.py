@@ -50,6 +50,7 @@ the issue's verdict lines. --json FILE keeps every measurement.
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -136,7 +137,7 @@ def parse_rdk(p, out):
     return int(m.group(1)), int(m.group(3))
 
 
-JPERF = __import__("re").compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency")
+JPERF = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency")
 
 
 def parse_jperf(p, out):
@@ -207,7 +208,7 @@ class Bench:
         return s
 
     def topic(self, s, name, parts):
-        servers.create_topic(self.opts.tansu, s.bootstrap, name, parts)
+        procs.create_topic(self.opts.tansu, s.bootstrap, name, parts)
         if s.kind != "tansu":
             servers.wait_topic_ready(s.bootstrap, name, parts)
 
