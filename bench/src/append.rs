@@ -20,8 +20,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, ensure};
-use skiff_storage::validate::{ValidationConfig, validate_client_batch};
-use skiff_storage::{Log, LogConfig, LogOpenOptions};
+use skiff_storage::combine::Combiner;
+use skiff_storage::validate::{ValidatedBatch, ValidationConfig, validate_client_batch};
+use skiff_storage::{AppendInfo, Log, LogConfig, LogOpenOptions};
 use skiff_types::TopicPartition;
 
 use crate::machine::settle;
@@ -190,11 +191,15 @@ pub fn run_once(
 /// only: its client fields must be reset first; CreateTime is checked against the clock).
 /// Timed by the wall clock from the start of the threads to the last append, so validation
 /// of one batch overlaps the write of another. The log is dropped at the end.
+/// `combine`: the appends go through a [`Combiner`] (flat combining: whoever holds the lock
+/// writes every queued batch in one `pwritev`, `Log::append_validated_group`), as the broker's
+/// produce path does; else each thread locks the log for its own `append_validated`.
 pub fn run_concurrent(
     dir: &Path,
     pool: &BatchPool,
     batches: u64,
     writers: usize,
+    combine: bool,
 ) -> Result<AppendRun> {
     use parking_lot::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -203,6 +208,8 @@ pub fn run_concurrent(
     let vcfg = cfg.validation_config();
     let ts0 = now_ms();
     let log = Mutex::new(open_log(dir, cfg, ts0)?);
+    let combiner: Combiner<(ValidatedBatch<'_>, i64), skiff_storage::error::Result<AppendInfo>> =
+        Combiner::new();
     let next = AtomicU64::new(0);
     let bytes = AtomicU64::new(0);
     settle();
@@ -210,7 +217,7 @@ pub fn run_concurrent(
     std::thread::scope(|s| -> Result<()> {
         let handles: Vec<_> = (0..writers)
             .map(|_| {
-                let (log, next, bytes, vcfg) = (&log, &next, &bytes, &vcfg);
+                let (log, next, bytes, vcfg, combiner) = (&log, &next, &bytes, &vcfg, &combiner);
                 s.spawn(move || -> Result<()> {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -221,7 +228,16 @@ pub fn run_concurrent(
                         let now = now_ms();
                         let v = validate_client_batch(src, vcfg, now)
                             .map_err(|e| anyhow!("validation rejected a benchmark batch: {e:?}"))?;
-                        log.lock().append_validated(&v, 0, now)?;
+                        if combine {
+                            combiner.run((v, now), |jobs| {
+                                let now = jobs.last().map_or(now, |(_, t)| *t);
+                                let group: Vec<&ValidatedBatch<'_>> =
+                                    jobs.iter().map(|(v, _)| v).collect();
+                                log.lock().append_validated_group(&group, 0, now)
+                            })?;
+                        } else {
+                            log.lock().append_validated(&v, 0, now)?;
+                        }
                         bytes.fetch_add(src.len() as u64, Ordering::Relaxed);
                     }
                 })

@@ -259,7 +259,7 @@ impl<'a> BatchView<'a> {
 
     /// CRC-32C over `bytes[21..]`.
     pub fn compute_crc(&self) -> u32 {
-        crc32c::crc32c(&self.bytes[ATTRIBUTES..])
+        crate::crc::crc32c(&self.bytes[ATTRIBUTES..])
     }
 
     pub fn verify_crc(&self) -> Result<(), RecordError> {
@@ -406,7 +406,7 @@ pub fn set_max_timestamp_split(
     if !patch_max_timestamp(header, ts_type, max_ts) {
         return false;
     }
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[ATTRIBUTES..]), body);
+    let crc = crate::crc::crc32c_parts(&header[ATTRIBUTES..], body);
     header[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
     true
 }
@@ -426,7 +426,7 @@ fn patch_max_timestamp(header: &mut [u8], ts_type: TimestampType, max_ts: i64) -
 /// Recomputes and stores the CRC-32C over `batch[21..]`.
 pub fn recompute_crc(batch: &mut [u8]) {
     assert_batch(batch);
-    let crc = crc32c::crc32c(&batch[ATTRIBUTES..]);
+    let crc = crate::crc::crc32c(&batch[ATTRIBUTES..]);
     batch[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 

@@ -25,6 +25,7 @@
 mod batch;
 mod builder;
 mod compression;
+pub mod crc;
 mod error;
 mod lz4;
 mod record;
@@ -37,6 +38,7 @@ pub use batch::{
 };
 pub use builder::{BatchBuilder, BatchOptions, recompress, reencode};
 pub use compression::{Compression, compress, decompress};
+pub use crc::{crc32c, crc32c_parts};
 pub use error::RecordError;
 pub use record::{Header, Record, RecordIter, records};
 pub use skiff_types::limits::{BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES};

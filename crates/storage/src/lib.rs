@@ -14,6 +14,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod checkpoint;
+pub mod combine;
 pub mod config;
 pub mod delivery;
 pub mod dir_lock;
@@ -33,6 +34,8 @@ pub mod swap;
 pub mod sync;
 pub mod validate;
 
+#[cfg(test)]
+mod combine_tests;
 #[cfg(test)]
 mod log_tests;
 

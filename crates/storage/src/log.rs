@@ -243,15 +243,7 @@ impl Log {
     ) -> Result<AppendInfo> {
         let mut bytes = batch.header;
         let body: &[u8] = &batch.body;
-        let header = BatchHeader::parse(0, &bytes)
-            .filter(|h| h.size as usize == BATCH_HEADER_BYTES + body.len())
-            .filter(|_| bytes[MAGIC_AT] as i8 == skiff_record::MAGIC_V2)
-            .ok_or_else(|| {
-                StorageError::InvalidArgument(format!(
-                    "append of an invalid batch: header and {} byte body disagree",
-                    body.len()
-                ))
-            })?;
+        let header = validated_header(&bytes, body.len())?;
         if let Check::Duplicate(d) = self.check_producer_header(&header)? {
             return Ok(self.duplicate(&d, header.records_count));
         }
@@ -268,7 +260,7 @@ impl Log {
     }
 
     /// The answer to an idempotent retry: the original batch's placement, nothing appended.
-    fn duplicate(&self, d: &DuplicateBatch, records_count: i32) -> AppendInfo {
+    pub(crate) fn duplicate(&self, d: &DuplicateBatch, records_count: i32) -> AppendInfo {
         AppendInfo {
             base_offset: d.first_offset,
             last_offset: d.last_offset,
@@ -305,8 +297,24 @@ impl Log {
         now_ms: i64,
     ) -> Result<AppendInfo> {
         let size = head.len() + tail.len();
+        self.check_append(header, size)?;
+        self.maybe_roll(
+            size as u64,
+            header.max_timestamp,
+            header.base_offset,
+            header.last_offset,
+            now_ms,
+        )?;
+        self.active_mut()
+            .append_split(head, tail, header.last_offset, header.max_timestamp)?;
+        let info = self.finish_append(header, size)?;
+        self.publish_log_end();
+        Ok(info)
+    }
+
+    /// The checks before a batch of `size` bytes described by `header` is written.
+    pub(crate) fn check_append(&self, header: &BatchHeader, size: usize) -> Result<()> {
         let base = header.base_offset;
-        let last = header.last_offset;
         if base < self.log_end_offset {
             return Err(StorageError::InvalidArgument(format!(
                 "batch base offset {base} is below the log end offset {}",
@@ -319,11 +327,21 @@ impl Log {
                 segment_bytes: self.config.segment_bytes,
             });
         }
+        Ok(())
+    }
+
+    /// The in-memory half of an append, after the segment took the batch: the epoch cache,
+    /// the log end, the producer state.
+    pub(crate) fn finish_append(
+        &mut self,
+        header: &BatchHeader,
+        size: usize,
+    ) -> Result<AppendInfo> {
+        let base = header.base_offset;
+        let last = header.last_offset;
         // LogAppendTime batches carry the append time in maxTimestamp, CreateTime ones the
         // largest record timestamp: either way the header field is the batch's timestamp.
         let max_ts = header.max_timestamp;
-        self.maybe_roll(size as u64, max_ts, base, last, now_ms)?;
-        self.active_mut().append_split(head, tail, last, max_ts)?;
         let epoch = header.partition_leader_epoch;
         if epoch >= 0 && self.epochs.latest_epoch().is_none_or(|e| epoch > e) {
             self.epochs.assign(epoch, base);
@@ -336,8 +354,6 @@ impl Log {
         let records = header.records_count.max(0);
         self.unflushed_messages += i64::from(records);
         let durable = self.config.is_durable();
-        let file = Arc::clone(self.active().file());
-        self.sync.publish(&file, self.log_end_offset);
         Ok(AppendInfo {
             base_offset: base,
             last_offset: last,
@@ -349,6 +365,13 @@ impl Log {
         })
     }
 
+    /// Tells the group-commit state (and so fsyncs outside the lock) the new log end: only
+    /// once the bytes below it are written.
+    pub(crate) fn publish_log_end(&self) {
+        let file = Arc::clone(self.active().file());
+        self.sync.publish(&file, self.log_end_offset);
+    }
+
     fn maybe_roll(
         &mut self,
         incoming: u64,
@@ -357,6 +380,21 @@ impl Log {
         last: i64,
         now_ms: i64,
     ) -> Result<()> {
+        if self.roll_needed(incoming, max_ts, base, last, now_ms) {
+            self.roll_at(base, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a batch of `incoming` bytes at `base..=last` must go to a new segment.
+    pub(crate) fn roll_needed(
+        &self,
+        incoming: u64,
+        max_ts: i64,
+        base: i64,
+        last: i64,
+        now_ms: i64,
+    ) -> bool {
         let params = RollParams {
             segment_bytes: self.config.segment_bytes,
             segment_ms: self.config.segment_ms,
@@ -369,10 +407,7 @@ impl Log {
         let must_roll = active.should_roll(&params)
             // A gap bigger than the relative offset range also needs a new segment.
             || base - active.base_offset() > i64::from(i32::MAX);
-        if must_roll && (active.size() > 0 || active.base_offset() != base) {
-            self.roll_at(base, now_ms)?;
-        }
-        Ok(())
+        must_roll && (active.size() > 0 || active.base_offset() != base)
     }
 
     /// Rolls a new active segment at the log end offset.
@@ -384,7 +419,7 @@ impl Log {
         self.roll_at(base, now_ms)
     }
 
-    fn roll_at(&mut self, new_base: i64, now_ms: i64) -> Result<()> {
+    pub(crate) fn roll_at(&mut self, new_base: i64, now_ms: i64) -> Result<()> {
         if self.segments.contains_key(&new_base) {
             // Only an empty active segment can sit at the log end; reuse it.
             return Ok(());
@@ -650,6 +685,22 @@ pub enum DeleteRecordsError {
 /// Byte offset of the magic byte in a batch header.
 const MAGIC_AT: usize = skiff_record::layout::MAGIC;
 
+/// The header of a validated batch (`header` + a `body_len`-byte records section), checked
+/// to describe exactly that many bytes.
+pub(crate) fn validated_header(
+    header: &[u8; BATCH_HEADER_BYTES],
+    body_len: usize,
+) -> Result<BatchHeader> {
+    BatchHeader::parse(0, header)
+        .filter(|h| h.size as usize == BATCH_HEADER_BYTES + body_len)
+        .filter(|_| header[MAGIC_AT] as i8 == skiff_record::MAGIC_V2)
+        .ok_or_else(|| {
+            StorageError::InvalidArgument(format!(
+                "append of an invalid batch: header and {body_len} byte body disagree"
+            ))
+        })
+}
+
 /// The header fields of one whole batch (framing checked by `BatchView::new`).
 fn header_of(batch: &[u8]) -> Result<BatchHeader> {
     let view = BatchView::new(batch)
@@ -680,7 +731,7 @@ fn header_of(batch: &[u8]) -> Result<BatchHeader> {
 }
 
 /// `header` after the leader stamped `base` and `epoch` into it.
-fn rebased(header: &BatchHeader, base: i64, epoch: i32) -> Result<BatchHeader> {
+pub(crate) fn rebased(header: &BatchHeader, base: i64, epoch: i32) -> Result<BatchHeader> {
     let delta = header.last_offset.wrapping_sub(header.base_offset);
     let last_offset = base.checked_add(delta).ok_or_else(|| {
         StorageError::InvalidArgument(format!(

@@ -44,9 +44,14 @@ impl Log {
     /// Passes `r` through; an I/O error takes the log dir offline.
     fn guard<T>(&self, r: Result<T>) -> Result<T> {
         if let Err(e @ StorageError::Io { .. }) = &r {
-            self.health.fail(&format_args!("{}: {e}", self.tp));
+            self.fail_dir(e);
         }
         r
+    }
+
+    /// Takes the log dir offline for the I/O error `e` (see the module doc).
+    pub(crate) fn fail_dir(&self, e: &StorageError) {
+        self.health.fail(&format_args!("{}: {e}", self.tp));
     }
 
     /// [`Log::append_as_leader_unguarded`] unless the log dir is offline.

@@ -201,7 +201,7 @@ async fn delivery_section_shows_pending_delayed_batches() {
         .append_client(
             &info,
             tp.partition,
-            &batch,
+            &bytes::Bytes::from(batch),
             skiff_replication::Acks::All,
             now,
         )

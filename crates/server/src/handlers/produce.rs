@@ -20,6 +20,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use skiff_metadata::MetadataImage;
 use skiff_protocol::{
     BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, ProduceRequest,
@@ -145,14 +147,14 @@ fn produce_one(
             ),
         ));
     };
+    let empty = Bytes::new();
     let bytes = data
         .records
         .as_ref()
         .and_then(|r| r.as_bytes())
-        .map(|b| &b[..])
-        .unwrap_or(&[]);
+        .unwrap_or(&empty);
     if version < ZSTD_MIN_VERSION
-        && let Ok(view) = BatchView::new(bytes)
+        && let Ok(view) = BatchView::new(&bytes[..])
         && matches!(view.compression(), Ok(Compression::Zstd))
     {
         return Err(AppendError::code(

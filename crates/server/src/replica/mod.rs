@@ -43,14 +43,20 @@ use tokio::sync::oneshot;
 
 use crate::delivery::DeliveryTimer;
 use crate::waiters::AppendWaiters;
+use append::ProduceCombiner;
 
-/// One hosted partition: its log and its replication state (lock order: log, then state).
+/// One hosted partition: its log and its replication state (lock order: log, then state),
+/// and the queue in front of them that combines concurrent produce appends (issue 14).
 #[derive(Clone, Debug)]
 pub(crate) struct Hosted {
     pub tp: TopicPartition,
     pub log: SharedLog,
     pub state: Arc<Mutex<Partition>>,
+    pub combiner: Arc<ProduceCombiner>,
 }
+
+/// A hosted partition's replication state and produce combiner.
+type Slot = (Arc<Mutex<Partition>>, Arc<ProduceCombiner>);
 
 /// The replica manager of this node.
 #[derive(Debug)]
@@ -63,7 +69,7 @@ pub struct ReplicaManager {
     /// delivery delay (issue 8): next DSO move per partition.
     pub delivery: DeliveryTimer,
     /// Hosted partitions (read on every request; written when the hosted set changes).
-    states: RwLock<HashMap<TopicPartition, Arc<Mutex<Partition>>>>,
+    states: RwLock<HashMap<TopicPartition, Slot>>,
     next_wait: AtomicU64,
     /// Producers waiting for their acks condition, by the core's wait id.
     acks: Mutex<HashMap<WaitId, oneshot::Sender<ErrorCode>>>,
@@ -180,7 +186,10 @@ impl ReplicaManager {
             p.become_follower(leader, assignment, local)
         };
         let state = Arc::new(Mutex::new(p));
-        self.states.write().insert(tp.clone(), Arc::clone(&state));
+        let combiner = Arc::new(ProduceCombiner::new());
+        self.states
+            .write()
+            .insert(tp.clone(), (Arc::clone(&state), combiner));
         self.apply(l, fx);
         state
     }
@@ -217,7 +226,7 @@ impl ReplicaManager {
     pub fn delete_partitions(&self, topic: &str, partitions: i32) {
         for p in 0..partitions {
             let tp = TopicPartition::new(topic, p);
-            if let Some(state) = self.states.write().remove(&tp) {
+            if let Some((state, _)) = self.states.write().remove(&tp) {
                 state.lock().resign();
             }
             if let Err(e) = self.logs.delete(&tp) {
@@ -238,16 +247,24 @@ impl ReplicaManager {
         self.logs
             .check_partition_online(&tp)
             .map_err(|e| e.error_code())?;
-        let state = self.states.read().get(&tp).cloned();
-        match (state, self.logs.get(&tp)) {
-            (Some(state), Some(log)) => Ok(Hosted { tp, log, state }),
+        let slot = self.states.read().get(&tp).cloned();
+        match (slot, self.logs.get(&tp)) {
+            (Some((state, combiner)), Some(log)) => Ok(Hosted {
+                tp,
+                log,
+                state,
+                combiner,
+            }),
             _ => Err(ErrorCode::NotLeaderOrFollower),
         }
     }
 
     /// The leader epoch of a hosted partition.
     pub fn leader_epoch(&self, tp: &TopicPartition) -> Option<i32> {
-        self.states.read().get(tp).map(|s| s.lock().leader_epoch())
+        self.states
+            .read()
+            .get(tp)
+            .map(|s| s.0.lock().leader_epoch())
     }
 
     /// Is `tp`'s log dir online (issue 12)?

@@ -126,7 +126,7 @@ pub fn encode_entries(entries: &[SnapshotEntry]) -> Vec<u8> {
         b.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
         b.extend_from_slice(&e.current_txn_first_offset.to_be_bytes());
     }
-    let crc = crc32c::crc32c(&b[ENTRIES_OFFSET..]);
+    let crc = skiff_record::crc32c(&b[ENTRIES_OFFSET..]);
     b[CRC_OFFSET..ENTRIES_OFFSET].copy_from_slice(&crc.to_be_bytes());
     b
 }
@@ -142,7 +142,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<SnapshotEntry>, SnapshotError> {
         return Err(SnapshotError::Version(version));
     }
     let stored = u32::from_be_bytes([header[2], header[3], header[4], header[5]]);
-    let computed = crc32c::crc32c(&bytes[ENTRIES_OFFSET..]);
+    let computed = skiff_record::crc32c(&bytes[ENTRIES_OFFSET..]);
     if stored != computed {
         return Err(SnapshotError::Crc { stored, computed });
     }

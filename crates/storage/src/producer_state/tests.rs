@@ -382,7 +382,7 @@ fn snapshot_layout_is_kafkas() {
         &want[..],
         "fields in ProducerSnapshot.json order"
     );
-    let crc = crc32c::crc32c(&bytes[6..]);
+    let crc = skiff_record::crc32c(&bytes[6..]);
     assert_eq!(
         &bytes[2..6],
         &crc.to_be_bytes(),
@@ -449,15 +449,15 @@ fn corrupt_snapshots_are_rejected() {
     bad_version[1] = 2;
     let mut bad_count = good.clone();
     bad_count[9] = 3;
-    let c = crc32c::crc32c(&bad_count[6..]);
+    let c = skiff_record::crc32c(&bad_count[6..]);
     bad_count[2..6].copy_from_slice(&c.to_be_bytes());
     let mut trailing = good.clone();
     trailing.push(0);
-    let c = crc32c::crc32c(&trailing[6..]);
+    let c = skiff_record::crc32c(&trailing[6..]);
     trailing[2..6].copy_from_slice(&c.to_be_bytes());
     let mut negative = encode_entries(&[]);
     negative[6..10].copy_from_slice(&(-1i32).to_be_bytes());
-    let c = crc32c::crc32c(&negative[6..]);
+    let c = skiff_record::crc32c(&negative[6..]);
     negative[2..6].copy_from_slice(&c.to_be_bytes());
     assert!(matches!(decode(&bad_crc), Err(SnapshotError::Crc { .. })));
     assert_eq!(decode(&bad_version), Err(SnapshotError::Version(2)));

@@ -103,6 +103,38 @@ fn write_all_split_at(
     file.write_all_at(rest, offset)
 }
 
+/// The most pieces one `pwritev` takes (Linux's `IOV_MAX` is 1024).
+pub(crate) const MAX_IOVECS: usize = 1024;
+
+/// Writes `pieces` back to back at `offset`: `pwritev` of up to [`MAX_IOVECS`] pieces at a
+/// time, looping over short writes and `EINTR`.
+fn write_all_vectored_at(file: &File, pieces: &[&[u8]], mut offset: u64) -> std::io::Result<()> {
+    let mut rest: Vec<&[u8]> = pieces.iter().copied().filter(|p| !p.is_empty()).collect();
+    let mut start = 0;
+    while start < rest.len() {
+        let end = rest.len().min(start + MAX_IOVECS);
+        let bufs: Vec<IoSlice<'_>> = rest[start..end].iter().map(|p| IoSlice::new(p)).collect();
+        let mut n = match rustix::io::pwritev(file, &bufs, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        offset += n as u64;
+        while n > 0 {
+            let first = rest[start].len();
+            if n >= first {
+                n -= first;
+                start += 1;
+            } else {
+                rest[start] = &rest[start][n..];
+                n = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Options for opening a segment.
 #[derive(Clone, Copy, Debug)]
 pub struct SegmentOptions {
@@ -349,15 +381,52 @@ impl LogSegment {
         last_offset: i64,
         max_timestamp: i64,
     ) -> Result<()> {
-        let position = self.size;
         let len = head.len() + tail.len();
+        let position = self.room_for(len)?;
+        write_all_split_at(&self.file, head, tail, position).at(&self.log_path)?;
+        self.account(position, len, last_offset, max_timestamp)?;
+        Ok(())
+    }
+
+    /// Group append (flat combining, [`crate::combine`]): accounts for a batch of `len` bytes
+    /// at the segment end (size, indexes) *without writing it*; returns its position. The
+    /// caller writes the staged bytes with [`Self::write_staged`] before the log's lock is
+    /// released, or fails the log dir.
+    pub(crate) fn append_staged(
+        &mut self,
+        len: usize,
+        last_offset: i64,
+        max_timestamp: i64,
+    ) -> Result<u64> {
+        let position = self.room_for(len)?;
+        self.account(position, len, last_offset, max_timestamp)?;
+        Ok(position)
+    }
+
+    /// Writes the pieces of staged batches, in order, at `position` (one `pwritev` per
+    /// [`MAX_IOVECS`] pieces, looping over short writes).
+    pub(crate) fn write_staged(&self, pieces: &[&[u8]], position: u64) -> Result<()> {
+        write_all_vectored_at(&self.file, pieces, position).at(&self.log_path)
+    }
+
+    fn room_for(&self, len: usize) -> Result<u64> {
+        let position = self.size;
         if position + len as u64 > u64::from(u32::MAX) {
             return Err(StorageError::InvalidArgument(format!(
                 "segment {} would exceed 4 GiB",
                 self.log_path.display()
             )));
         }
-        write_all_split_at(&self.file, head, tail, position).at(&self.log_path)?;
+        Ok(position)
+    }
+
+    fn account(
+        &mut self,
+        position: u64,
+        len: usize,
+        last_offset: i64,
+        max_timestamp: i64,
+    ) -> Result<()> {
         self.size += len as u64;
         if self.rolling_based_timestamp.is_none() && position == 0 && max_timestamp >= 0 {
             self.rolling_based_timestamp = Some(max_timestamp);
