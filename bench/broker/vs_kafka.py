@@ -29,9 +29,10 @@ Phases:
            consume: the 1 KiB acks=1 1-partition topic read back from offset 0) and J1/Jall
            (kafka-producer-perf-test, 1 KiB, acks=1 / acks=all, 1 partition, the second load
            generator). Peak RSS is VmHWM over the cell's process (the round's with --one-process).
-  latency  per broker, a fresh process: rdkafka_performance -l producer at a fixed rate and a
-           consumer (-l -A FILE, nice -10 so that it preempts the rate-limited producer, which
-           busy-polls on the same core); 1 KiB records, acks=1, linger.ms=0, one partition;
+  latency  per broker, a fresh process: rdkafka_performance -l producer at a fixed rate (-r,
+           paced on an absolute schedule that sleeps when ahead: run.sh's pacing patch; the
+           stock pacer busy-polled and fell short of the rate) and a consumer (-l -A FILE,
+           nice -10, on the same core); 1 KiB records, acks=1, linger.ms=0, one partition;
            the first 2 s of samples are dropped (the consumer's start), then p50/p99/p99.9 of
            the consumer's per-record produce->consume latency. Rates: a third of each broker's
            own peak (the matrix's 1 KiB acks=1 1x1 cell) and a third of Kafka's peak (the

@@ -533,7 +533,6 @@ fn row_append(
     dd: Option<f64>,
     single: Option<f64>,
 ) {
-    let validate = !matches!(mode, Mode::AppendOnly);
     let batch = Summary::of(&runs.iter().map(|(r, _)| r.batch_mb_s()).collect::<Vec<_>>());
     let payload = Summary::of(
         &runs
@@ -557,7 +556,7 @@ fn row_append(
             APPEND_TARGET * 100.0,
             verdict(control.median / 100.0 >= APPEND_TARGET)
         ),
-        (Mode::Concurrent(n, _), Some(one)) => format!(
+        (Mode::Concurrent(_, _), Some(one)) => format!(
             "{:.2}x one producer; >= 1.0x: {}",
             batch.median / one,
             verdict(batch.median >= one)
