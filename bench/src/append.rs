@@ -98,6 +98,25 @@ pub fn validate_only(pool: &mut BatchPool, batches: u64) -> Result<f64> {
     Ok(bytes as f64 / timed.as_secs_f64() / crate::report::MB)
 }
 
+/// The CRC-32C pass alone (the part of validation no broker may skip: Kafka checks every
+/// produce batch's CRC too) over the same prepared batches: MB/s of batch bytes, timed per call.
+pub fn crc_only(pool: &mut BatchPool, batches: u64) -> Result<f64> {
+    const CRC_FROM: usize = 21; // attributes onwards (spec §0.2): what the batch CRC covers
+    let mut next_ts = now_ms() - 3_600_000;
+    let mut timed = Duration::ZERO;
+    let mut bytes = 0u64;
+    let n = pool.records_per_batch;
+    for i in 0..batches {
+        let batch = pool.prepare(i as usize, next_ts);
+        next_ts += n;
+        let t0 = Instant::now();
+        std::hint::black_box(skiff_record::crc32c(&batch[CRC_FROM.min(batch.len())..]));
+        timed += t0.elapsed();
+        bytes += batch.len() as u64;
+    }
+    Ok(bytes as f64 / timed.as_secs_f64() / crate::report::MB)
+}
+
 /// Opens (creating) a log in `dir` as a fresh partition would be.
 pub fn open_log(dir: &Path, cfg: LogConfig, now_ms: i64) -> Result<Log> {
     let (log, _report) = Log::open(

@@ -246,6 +246,15 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
             lz4.check()?;
             for pool in [&mut plain, &mut lz4] {
                 let mut single = None;
+                // Validation's own speed first: with the paired write(2) it bounds what
+                // validate+append can reach on this machine (1 / (1/write + 1/validate)).
+                let mut v = Vec::with_capacity(s.append_runs);
+                let mut crc = Vec::with_capacity(s.append_runs);
+                for _ in 0..s.append_runs {
+                    v.push(append::validate_only(pool, batches)?);
+                    crc.push(append::crc_only(pool, batches)?);
+                }
+                let validate_mb_s = Summary::of(&v).median;
                 for validate in [true, false] {
                     let keep = wants_read
                         && read_log.is_none()
@@ -258,7 +267,7 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
                     } else {
                         Mode::AppendOnly
                     };
-                    row_append(rep, pool, mode, &runs, dd, single);
+                    row_append(rep, pool, mode, &runs, dd, single, validate_mb_s);
                     if validate {
                         single = Some(median_batch_mb_s(&runs));
                     }
@@ -269,11 +278,7 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
                 for combine in [true, false] {
                     let runs = concurrent_cell(dir, pool, batches, s.append_runs, combine)?;
                     let mode = Mode::Concurrent(PRODUCER_THREADS, combine);
-                    row_append(rep, pool, mode, &runs, dd, single);
-                }
-                let mut v = Vec::with_capacity(s.append_runs);
-                for _ in 0..s.append_runs {
-                    v.push(append::validate_only(pool, batches)?);
+                    row_append(rep, pool, mode, &runs, dd, single, validate_mb_s);
                 }
                 rep.row(
                     "append",
@@ -284,6 +289,19 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
                         v.len()
                     ),
                     format!("{} MB/s batch bytes", Summary::of(&v).fmt(0)),
+                    "-",
+                    "-",
+                );
+                rep.row(
+                    "append",
+                    format!(
+                        "{} batches, {}: CRC-32C of each batch only (skiff_record::crc32c, the \
+                         part of validation every broker does), x{}",
+                        size_name(pool.nominal_batch_bytes),
+                        pool.compression.name(),
+                        crc.len()
+                    ),
+                    format!("{} MB/s batch bytes", Summary::of(&crc).fmt(0)),
                     "-",
                     "-",
                 );
@@ -300,7 +318,7 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
         )?;
         let batches = (s.append_bytes as f64 / plain.mean_batch_bytes()).ceil() as u64;
         let (runs, kept) = append_cell(dir, &mut plain, batches, true, 1, true)?;
-        row_append(rep, &plain, Mode::Validate, &runs, dd, None);
+        row_append(rep, &plain, Mode::Validate, &runs, dd, None, f64::INFINITY);
         read_log = kept;
     }
 
@@ -532,6 +550,7 @@ fn row_append(
     runs: &[PairedRun],
     dd: Option<f64>,
     single: Option<f64>,
+    validate_mb_s: f64,
 ) {
     let batch = Summary::of(&runs.iter().map(|(r, _)| r.batch_mb_s()).collect::<Vec<_>>());
     let payload = Summary::of(
@@ -551,11 +570,19 @@ fn row_append(
     // Issue 14's targets: the produce path (validate+append) at >= 90% of the paired write(2)
     // of the same batches; N producers at >= 1.0x one producer of the same cell.
     let target = match (mode, single) {
-        (Mode::Validate, _) => format!(
-            ">= {:.0}% of paired write(2): {}",
-            APPEND_TARGET * 100.0,
-            verdict(control.median / 100.0 >= APPEND_TARGET)
-        ),
+        (Mode::Validate, _) => {
+            // The machine's bound: the paired write(2) plus validation at its own speed.
+            let bound = 100.0 / (1.0 + control_mb.median / validate_mb_s);
+            format!(
+                ">= {:.0}% of paired write(2): {} (bound here: write(2) + validation at {:.0} \
+                 MB/s = {:.0}%; reached {:.0}% of it)",
+                APPEND_TARGET * 100.0,
+                verdict(control.median / 100.0 >= APPEND_TARGET),
+                validate_mb_s,
+                bound,
+                100.0 * control.median / bound
+            )
+        }
         (Mode::Concurrent(_, _), Some(one)) => format!(
             "{:.2}x one producer; >= 1.0x: {}",
             batch.median / one,

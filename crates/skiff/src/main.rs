@@ -5,7 +5,7 @@
 //! Mental model: parse the command line (clap), load the configuration (precedence
 //! `--override` > `KAFKA_*` environment > `--config` file > defaults; any error exits 2 with the
 //! message on stderr), set up tracing on stderr (`RUST_LOG` filter, `--log-format json`
-//! optional), start the server on a two-worker tokio runtime, print one
+//! optional), start the server on a tokio runtime (a worker per CPU of the affinity mask), print one
 //! `skiff ready listener=... bind=... advertised=...` line per listener on stdout (then
 //! `skiff ready admin bind=...` if `skiff.admin.listener` is set), then wait for
 //! SIGTERM/SIGINT and shut down cleanly (flush, checkpoints, clean-shutdown marker), exiting 0.
@@ -109,8 +109,15 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
     }
     let topic_configs = Arc::new(skiff_server::LiveConfig::new(config));
+    let workers = match worker_threads(std::env::var("TOKIO_WORKER_THREADS").ok().as_deref()) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("skiff: configuration error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .thread_name("skiff-worker")
         .enable_all()
         .build()
@@ -195,6 +202,37 @@ impl Signals {
         tokio::select! {
             _ = self.term.recv() => tracing::info!("SIGTERM received"),
             _ = self.int.recv() => tracing::info!("SIGINT received"),
+        }
+    }
+}
+
+/// The runtime's worker threads: one per CPU this process may run on (the affinity mask, so a
+/// broker pinned to one core runs one worker and pays no cross-worker wake-ups), or
+/// `TOKIO_WORKER_THREADS` (a positive integer) when set.
+fn worker_threads(env: Option<&str>) -> Result<usize, String> {
+    match env {
+        None => Ok(std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "TOKIO_WORKER_THREADS={v:?}: expected a positive number of worker threads"
+            )),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worker_threads;
+
+    #[test]
+    fn worker_threads_from_affinity_or_env() {
+        assert!(worker_threads(None).is_ok_and(|n| n >= 1));
+        assert_eq!(worker_threads(Some("3")), Ok(3));
+        assert_eq!(worker_threads(Some(" 1 ")), Ok(1));
+        for bad in ["0", "-1", "two", ""] {
+            let e = worker_threads(Some(bad)).unwrap_err();
+            assert!(e.contains("positive number"), "{bad}: {e}");
         }
     }
 }
