@@ -289,6 +289,9 @@ class Bench:
                     s.destroy()
 
     def peak(self, kind):
+        given = dict(kv.split("=") for kv in self.opts.peaks.split(",") if "=" in kv)
+        if kind in given:
+            return float(given[kind])
         xs = [r["rec_s"] for r in self.results if r["broker"] == kind and r["cell"] == cell_id(1024, "1", 1, 1)]
         return statistics.median(xs) if xs else None
 
@@ -482,6 +485,9 @@ def main():
     ap.add_argument("--retained-gib", type=float, default=10.0)
     ap.add_argument("--restarts", type=int, default=3)
     ap.add_argument("--latency-s", type=int, default=12)
+    ap.add_argument("--peaks", default="",
+                    help="with --phases latency alone: each broker's 1 KiB acks=1 1x1 peak in rec/s "
+                         "from an earlier run's matrix, e.g. skiff=1012146,kafka=201572,tansu=216920")
     ap.add_argument("--one-process", action="store_true",
                     help="matrix: one Skiff / Kafka process per round for every cell (default: a fresh process "
                          "and data dir per cell, warmed up, as broker_bench.py does)")
