@@ -8,6 +8,7 @@ use skiff_record::{BatchBuilder, BatchOptions};
 use skiff_types::TopicPartition;
 
 use crate::combine::Combiner;
+use crate::log_tests::log_bytes;
 use crate::validate::{ValidatedBatch, ValidationConfig, validate_client_batch};
 use crate::{AppendInfo, Log, LogConfig, LogOpenOptions};
 
@@ -42,14 +43,6 @@ fn client_batch(i: i64, seq: Option<i32>) -> Vec<u8> {
         b.append(1000 + i * 10 + r, Some(b"k"), Some(v.as_bytes()), &[]);
     }
     b.build().unwrap()
-}
-
-fn log_bytes(log: &Log) -> Vec<u8> {
-    let mut out = Vec::new();
-    for seg in log.segments() {
-        out.extend(std::fs::read(seg.log_path()).unwrap());
-    }
-    out
 }
 
 /// Plain batches, an idempotent producer with a retry (duplicate) inside the group and a

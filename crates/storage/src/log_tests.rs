@@ -92,8 +92,8 @@ fn roll_truncate_and_retention() {
     assert!(log.log_start_offset() > 0);
 }
 
-/// The whole log's bytes, segment after segment.
-fn log_bytes(log: &Log) -> Vec<u8> {
+/// The whole log's bytes, segment after segment (also used by `combine_tests`).
+pub(crate) fn log_bytes(log: &Log) -> Vec<u8> {
     let mut out = Vec::new();
     for seg in log.segments() {
         out.extend(std::fs::read(seg.log_path()).unwrap());
