@@ -13,8 +13,9 @@
 //! - [`Combiner`] is the queue in front of the log's lock: a caller enqueues its job and, if no
 //!   one is combining, becomes the combiner: it takes every queued job (its own and those that
 //!   arrive meanwhile), runs them as one group under the lock, hands each caller its answer and
-//!   repeats until the queue is empty. Other callers spin for about 50 µs on a counter of
-//!   posted answers (without the lock), then sleep until their answer is there: a group write
+//!   repeats until the queue is empty. Other callers spin on a counter of posted answers
+//!   (without the lock) while groups keep being posted, up to about 50 µs without progress,
+//!   then sleep until their answer is there: a group write
 //!   takes microseconds, about what a futex sleep and wake costs on a VM. So the
 //!   lock is never handed from thread to thread per batch (a futex wake each time), and a
 //!   producer's validation overlaps the write of another's batch.
@@ -231,6 +232,12 @@ pub struct Combiner<J, R> {
 /// timed: the clock is read only through the broker's clock (tidy's rule).
 const SPIN_ROUNDS: u32 = 2000;
 
+/// How many spin windows a waiter may use per job. A window ends when any group's answers are
+/// posted; that group need not hold this job (it was enqueued while the combiner was writing
+/// an earlier group), so a waiter spins again while groups keep being posted, and parks only
+/// after a window with no progress or when the windows are used up.
+const SPIN_WINDOWS: u32 = 8;
+
 impl<J, R> std::fmt::Debug for Combiner<J, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let q = self.queue.lock();
@@ -269,7 +276,7 @@ impl<J, R> Combiner<J, R> {
         let ticket = q.next_ticket;
         q.next_ticket += 1;
         q.jobs.push((ticket, job));
-        let mut spun = false;
+        let mut windows = SPIN_WINDOWS;
         loop {
             if let Some(r) = q.answers.remove(&ticket) {
                 return r;
@@ -294,8 +301,8 @@ impl<J, R> Combiner<J, R> {
                 q.combining = false;
                 continue;
             }
-            if !spun {
-                spun = true;
+            if windows > 0 {
+                windows -= 1;
                 let seen = self.posted.load(Ordering::Acquire);
                 let posted = MutexGuard::unlocked(&mut q, || {
                     (0..SPIN_ROUNDS).any(|_| {
