@@ -232,7 +232,10 @@ impl LogConfig {
             "cleanup.policy" => {
                 let mut delete = false;
                 let mut compact = false;
-                for part in value.split(',').map(str::trim) {
+                // Kafka parses a blank list as empty (no deletion, no compaction: the log is
+                // kept forever); an empty element inside a list is refused.
+                let parts = value.split(',').map(str::trim);
+                for part in parts.filter(|_| !value.trim().is_empty()) {
                     match part {
                         "delete" => delete = true,
                         "compact" => compact = true,
@@ -440,6 +443,9 @@ mod tests {
             ("segment.bytes", "abc", false),
             ("retention.ms", "-1", true),
             ("retention.ms", "-2", false),
+            ("cleanup.policy", "", true),
+            ("cleanup.policy", "  ", true),
+            ("cleanup.policy", "compact,", false),
             ("cleanup.policy", "compact,delete", true),
             ("cleanup.policy", "compact,nope", false),
             ("compression.type", "none", false),
@@ -470,6 +476,9 @@ mod tests {
             assert_eq!(c.set(k, v).is_ok(), ok, "{k}={v}");
         }
         assert!(c.cleanup_policy_compact && c.cleanup_policy_delete);
+        let mut blank = LogConfig::default();
+        blank.set("cleanup.policy", "").unwrap();
+        assert!(!blank.cleanup_policy_compact && !blank.cleanup_policy_delete);
         assert!(c.is_durable());
         let d = c.delivery_delay_config().unwrap();
         assert_eq!((d.max_ms, d.default_ms, d.clamp), (60_000, 500, true));

@@ -38,6 +38,9 @@ pub enum StorageError {
     },
     #[error("the log for {0} is closed or deleted")]
     Closed(String),
+    /// This broker hosts no log of the partition (AlterReplicaLogDirs: REPLICA_NOT_AVAILABLE).
+    #[error("this broker hosts no replica of {0}")]
+    NotHosted(String),
     /// issue 12: the partition's log dir is offline after a failed write (see
     /// [`crate::log_dir`]); nothing is read or written until it is back.
     #[error("the log dir {dir} of {tp} is offline: {reason}")]
@@ -67,6 +70,7 @@ impl StorageError {
             | StorageError::Closed(_)
             | StorageError::LogDirOffline { .. } => ErrorCode::KafkaStorageError,
             StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            StorageError::NotHosted(_) => ErrorCode::ReplicaNotAvailable,
             StorageError::Quarantined { .. } => ErrorCode::CorruptMessage,
             StorageError::RecordListTooLarge { .. } => ErrorCode::RecordListTooLarge,
             StorageError::InvalidArgument(_) => ErrorCode::InvalidRequest,

@@ -18,6 +18,9 @@
 //! partitions are refused and never re-created elsewhere, the ticker probes it and re-opens its
 //! logs when space returns (`dirs.rs`). An offline dir gets no clean-shutdown marker.
 //!
+//! Moving a log between log dirs (AlterReplicaLogDirs): `moves.rs`, copy then swap, finished
+//! or undone at start after a crash.
+//!
 //! Threads: the manager is `Sync`; each log sits behind its own mutex ([`SharedLog`]). fsyncs of
 //! rolled segments run without holding a log's mutex.
 
@@ -37,8 +40,10 @@ use crate::log::{LoadReport, Log, LogOpenOptions};
 use crate::log_dir::LogDirHealth;
 
 mod dirs;
+mod moves;
 pub use dirs::{OfflineDir, PROBE_INTERVAL_MS};
 use dirs::{offline_reason, scan_log_dir};
+pub use moves::{FUTURE_DIR_SUFFIX, MoveOutcome};
 
 /// A log shared between request handlers and the background ticker.
 pub type SharedLog = Arc<Mutex<Log>>;
@@ -156,6 +161,8 @@ impl LogManager {
             .iter()
             .map(|d| Arc::new(LogDirHealth::new(d.clone(), cfg.clock.clone())))
             .collect();
+        // Moves a crash interrupted are finished or undone before anything is scanned.
+        moves::resolve_moves(&cfg.log_dirs)?;
         let mut work = Vec::new();
         let mut per_dir = Vec::new();
         for (i, dir) in cfg.log_dirs.iter().enumerate() {
