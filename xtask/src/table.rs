@@ -49,6 +49,16 @@ pub const APIS: &[ApiEntry] = &[
     api("DeleteGroups", 0, 2),
     api("ConsumerGroupHeartbeat", 0, 1),
     api("ConsumerGroupDescribe", 0, 0),
+    // Issue 15 item 4: admin APIs a single node answers trivially (widened by the cluster).
+    api("DescribeTopicPartitions", 0, 0),
+    api("ElectLeaders", 0, 2),
+    api("AlterPartitionReassignments", 0, 0),
+    api("ListPartitionReassignments", 0, 0),
+    // Kafka 4 removed v0.
+    api("AlterReplicaLogDirs", 1, 2),
+    api("DescribeQuorum", 0, 2),
+    // Kafka 4.1 renamed it ListConfigResources (v1 adds resource types; not in these specs).
+    api("ListClientMetricsResources", 0, 0),
 ];
 
 /// Header definitions (all versions).

@@ -50,7 +50,7 @@ pub use log_dir::{
     Decision as LogDirDecision, LogDirError, META_PROPERTIES, MetaState, decide as decide_log_dir,
     first_log_dir_cluster_id, format_log_dir, partition_data_in,
 };
-pub use meta_log::{Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog};
+pub use meta_log::{Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState};
 pub use store::{MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;

@@ -53,6 +53,18 @@ pub trait MetadataLog: Send + std::fmt::Debug {
 
     /// Flushes and closes the log.
     fn close(&mut self, now_ms: i64) -> Result<(), MetadataError>;
+
+    /// The quorum's view for DescribeQuorum: leader epoch, high watermark (committed end) and
+    /// this node's log end offset.
+    fn quorum_state(&self) -> QuorumState;
+}
+
+/// What DescribeQuorum reports of the metadata log on this node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuorumState {
+    pub leader_epoch: i32,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
 }
 
 fn storage_err(e: impl std::fmt::Display) -> MetadataError {
@@ -126,6 +138,15 @@ impl MetadataLog for LocalMetadataLog {
             base_offset: info.base_offset,
             end_offset,
         })
+    }
+
+    fn quorum_state(&self) -> QuorumState {
+        // One node: every batch is written at epoch 0 and committed once fsynced.
+        QuorumState {
+            leader_epoch: 0,
+            high_watermark: self.log.high_watermark(),
+            log_end_offset: self.log.log_end_offset(),
+        }
     }
 
     fn replay(&mut self, apply: &mut dyn FnMut(Record)) -> Result<i64, MetadataError> {

@@ -107,6 +107,11 @@ impl MetadataStore {
         self.cluster_id.clone()
     }
 
+    /// The metadata log's quorum state (DescribeQuorum).
+    pub fn quorum_state(&self) -> crate::meta_log::QuorumState {
+        self.writer.lock().log.quorum_state()
+    }
+
     /// Handles `request` against the current image, commits its records, publishes the
     /// image they yield. The caller holds the writer lock (`w`).
     fn submit(&self, w: &mut Writer, request: &Request) -> Result<Response, MetadataError> {

@@ -53,6 +53,15 @@ impl MetadataLog for MemoryLog {
     fn close(&mut self, _now_ms: i64) -> Result<(), MetadataError> {
         Ok(())
     }
+
+    fn quorum_state(&self) -> crate::meta_log::QuorumState {
+        let end = self.0.lock().batches.iter().map(Vec::len).sum::<usize>() as i64;
+        crate::meta_log::QuorumState {
+            leader_epoch: 0,
+            high_watermark: end,
+            log_end_offset: end,
+        }
+    }
 }
 
 fn open_mem(log: &MemoryLog, node: i32) -> MetadataStore {

@@ -172,12 +172,12 @@ fn fetch_response_with_a_file_region_becomes_chunks() {
             topic: String::new(),
             topic_id: uuid::Uuid::from_u128(7),
             partitions: vec![
-                PartitionData {
+                FetchResponsePartitionData {
                     partition_index: 0,
                     records: Some(Records::File(region.clone())),
                     ..Default::default()
                 },
-                PartitionData {
+                FetchResponsePartitionData {
                     partition_index: 1,
                     records: Some(Records::Bytes(Bytes::from_static(b"xyz"))),
                     ..Default::default()
@@ -238,7 +238,7 @@ fn non_default_field_absent_from_version_is_an_error_unless_ignorable() {
 
 #[test]
 fn defaults_honour_the_json() {
-    let p = PartitionData::default();
+    let p = FetchResponsePartitionData::default();
     assert_eq!(p.last_stable_offset, -1);
     assert_eq!(p.preferred_read_replica, -1);
     assert_eq!(p.records, None);
@@ -255,7 +255,7 @@ fn defaults_honour_the_json() {
 
 #[test]
 fn tagged_fields_are_written_only_when_not_default() {
-    let mut p = PartitionData::default();
+    let mut p = FetchResponsePartitionData::default();
     let mut out = BytesMut::new();
     p.write_probe(&mut out);
     let plain = out.len();
@@ -269,7 +269,7 @@ trait Probe {
     fn write_probe(&self, out: &mut BytesMut);
 }
 
-impl Probe for PartitionData {
+impl Probe for FetchResponsePartitionData {
     fn write_probe(&self, out: &mut BytesMut) {
         let r = FetchResponse {
             responses: vec![FetchableTopicResponse {

@@ -294,7 +294,7 @@ async fn describe(c: &mut Client, topics: &[(&str, &[i32])]) -> DescribeProducer
     let req = DescribeProducersRequest {
         topics: topics
             .iter()
-            .map(|(name, parts)| TopicRequest {
+            .map(|(name, parts)| DescribeProducersRequestTopicRequest {
                 name: (*name).into(),
                 partition_indexes: parts.to_vec(),
             })

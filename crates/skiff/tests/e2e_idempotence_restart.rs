@@ -95,7 +95,7 @@ impl Idem for Conn {
 
     fn describe_producer(&mut self) -> Vec<(i64, i32, i32)> {
         let req = DescribeProducersRequest {
-            topics: vec![TopicRequest {
+            topics: vec![DescribeProducersRequestTopicRequest {
                 name: TOPIC.into(),
                 partition_indexes: vec![0],
             }],

@@ -124,7 +124,7 @@ impl Conn {
         partition: i32,
         offset: i64,
         max_bytes: i32,
-    ) -> PartitionData {
+    ) -> FetchResponsePartitionData {
         let unknown_epoch = FetchPartition::default().current_leader_epoch;
         let req = fetch_request(topic, partition, offset, max_bytes, unknown_epoch);
         let ResponseBody::Fetch(r) = self.call(12, req) else {
@@ -176,7 +176,7 @@ impl Conn {
 }
 
 /// The record bytes of a fetched partition (empty when none).
-pub fn records_of(p: &PartitionData) -> Bytes {
+pub fn records_of(p: &FetchResponsePartitionData) -> Bytes {
     p.records
         .as_ref()
         .and_then(|r| r.as_bytes())

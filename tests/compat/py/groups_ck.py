@@ -394,6 +394,36 @@ def committed_metadata(p):
     return {"committed": {str(tp.partition): [tp.offset, tp.metadata] for tp in got}}
 
 
+def commit_unknown(p):
+    """Commits p.offsets ([[topic, partition, offset]]) for p.group without joining (an
+    assign()-style consumer), then the same through AdminClient.alter_consumer_group_offsets for
+    p.group + "-admin"; reports each partition's error name and what committed() reads back."""
+    tps = [ck.TopicPartition(t, part, off) for t, part, off in p["offsets"]]
+
+    def errors(parts):
+        return [[tp.topic, tp.partition, tp.error.name() if tp.error else None] for tp in parts]
+
+    out = {}
+    c = ck.Consumer(ADAPTER.conf(p))
+    try:
+        out["commit"] = errors(c.commit(offsets=tps, asynchronous=False))
+    except ck.KafkaException as e:
+        out["commit"] = {"error": e.args[0].name(), "message": str(e)}
+    got = c.committed([ck.TopicPartition(t, part) for t, part, _ in p["offsets"]], timeout=15)
+    out["committed"] = [[tp.topic, tp.partition, tp.offset] for tp in got]
+    c.close()
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    a = AdminClient({"bootstrap.servers": p["bootstrap"]})
+    group = p["group"] + "-admin"
+    fut = a.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group]
+    try:
+        out["alter"] = errors(fut.result(15).topic_partitions)
+    except ck.KafkaException as e:
+        out["alter"] = {"error": e.args[0].name(), "message": str(e)}
+    return out
+
+
 class Recording(threading.Thread):
     """A member thread whose rebalance callbacks append [name, "assign"|"revoke", partitions]
     to a shared event list (the same shape groups_common.balanced() reads: name, assigned)."""
@@ -575,6 +605,7 @@ if __name__ == "__main__":
             "kip848_admin": kip848_admin,
             "commit_metadata": commit_metadata,
             "committed_metadata": committed_metadata,
+            "commit_unknown": commit_unknown,
             "cooperative": cooperative,
             "fenced": fenced,
             "max_size": max_size,

@@ -27,7 +27,7 @@ pub mod process;
 pub mod segments;
 pub mod wire;
 
-pub use broker::Broker;
+pub use broker::{Broker, BrokerBuilder};
 pub use clients::{Python, finish_json, kcat, node, python, python_background, repo_root};
 pub use java::java_client;
 pub use kafka_ref::{KafkaCluster, KafkaNode, kafka_tool, kafka_tool_input};

@@ -504,6 +504,21 @@ fn admin_describe_cluster_and_log_dirs() {
     assert_eq!(cluster_id.len(), 22, "{c}");
     assert_eq!(c["controller"], json!(1), "{c}");
     assert_eq!(c["nodes"], json!([[1, "127.0.0.1", b.port()]]), "{c}");
+    // librdkafka sends DescribeCluster as Metadata v10 with IncludeClusterAuthorizedOperations
+    // (issue 15 item 7): every CLUSTER operation with no authorizer, as Kafka answers.
+    assert_eq!(
+        c["authorized_operations"],
+        json!([
+            "ALTER",
+            "ALTER_CONFIGS",
+            "CLUSTER_ACTION",
+            "CREATE",
+            "DESCRIBE",
+            "DESCRIBE_CONFIGS",
+            "IDEMPOTENT_WRITE"
+        ]),
+        "{c}"
+    );
     let k = kp("describe_cluster", json!({"bootstrap": bootstrap}));
     assert_eq!(k["cluster_id"], json!(cluster_id), "{k}");
     assert_eq!(k["controller_id"], json!(1), "{k}");
@@ -548,4 +563,62 @@ fn admin_describe_cluster_and_log_dirs() {
     assert_eq!(sizes.len(), 2, "{d}");
     assert_eq!(sizes[0], (0, 0));
     assert!(sizes[1].1 > 0, "partition 1 holds a batch: {d}");
+}
+
+/// Issue 15 item 2: an empty `cleanup.policy` (no deletion, no compaction: kept forever) is
+/// accepted by every way of setting it, as Kafka does (a blank list is an empty list), and
+/// described as "" from DYNAMIC_TOPIC_CONFIG; an empty element inside a list is still refused.
+#[test]
+fn admin_empty_cleanup_policy_is_accepted_everywhere() {
+    let b = Broker::start();
+    let bootstrap = b.bootstrap();
+    let described = |topic: &str| {
+        let d = ck(
+            "describe",
+            json!({"bootstrap": bootstrap, "type": "topic", "name": topic}),
+        );
+        d["configs"]["cleanup.policy"].clone()
+    };
+    let empty = |c: &Value, how: &str| {
+        assert!(
+            c["value"] == json!("") || c["value"].is_null(),
+            "{how}: {c}"
+        );
+        assert_eq!(c["source"], json!("DYNAMIC_TOPIC_CONFIG"), "{how}: {c}");
+    };
+    // CreateTopics.
+    create_topic(&b, "keep-create", 1, json!({"cleanup.policy": ""}));
+    empty(&described("keep-create"), "CreateTopics");
+    // IncrementalAlterConfigs SUBTRACT of the last value, and SET "".
+    create_topic(&b, "keep-sub", 1, json!({"cleanup.policy": "delete"}));
+    let r = ck(
+        "incremental",
+        json!({"bootstrap": bootstrap, "type": "topic", "name": "keep-sub",
+               "ops": [["cleanup.policy", "SUBTRACT", "delete"]]}),
+    );
+    assert_eq!(r["error"], Value::Null, "{r}");
+    empty(&described("keep-sub"), "SUBTRACT");
+    create_topic(&b, "keep-set", 1, json!({}));
+    let r = ck(
+        "incremental",
+        json!({"bootstrap": bootstrap, "type": "topic", "name": "keep-set",
+               "ops": [["cleanup.policy", "SET", ""]]}),
+    );
+    assert_eq!(r["error"], Value::Null, "{r}");
+    empty(&described("keep-set"), "SET");
+    // Legacy AlterConfigs.
+    create_topic(&b, "keep-alter", 1, json!({}));
+    let r = ck(
+        "alter",
+        json!({"bootstrap": bootstrap, "type": "topic", "name": "keep-alter",
+               "configs": {"cleanup.policy": ""}}),
+    );
+    assert_eq!(r["error"], Value::Null, "{r}");
+    empty(&described("keep-alter"), "AlterConfigs");
+    // An empty element is not an empty list.
+    let r = ck(
+        "create_topic",
+        json!({"bootstrap": bootstrap, "topic": "bad-policy", "configs": {"cleanup.policy": "compact,"}}),
+    );
+    assert_eq!(r["error"], json!("INVALID_CONFIG"), "{r}");
 }

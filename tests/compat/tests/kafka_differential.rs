@@ -5,8 +5,8 @@
 //!
 //! Scenarios so far:
 //! - CreateTopics validation: valid, duplicate, bad names, bad partition counts, replication
-//!   factor above the broker count, bad and unknown configs: the same error code and the same
-//!   message on both.
+//!   factor above the broker count, bad and unknown configs (an empty `cleanup.policy` is
+//!   valid): the same error code and the same message on both.
 //! - ListOffsets earliest / latest on a new topic, after three records and after
 //!   DeleteRecords: the same offsets on both.
 //! - DescribeConfigs of a new topic, with and without overrides: every key with its value,
@@ -64,6 +64,16 @@ fn kafka_differential_create_topics_and_list_offsets() {
         (
             "cleanup.policy unknown",
             json!({"topic": "d-c2", "configs": {"cleanup.policy": "bogus"}}),
+        ),
+        // Issue 15 item 2: a blank list is an empty policy (kept forever); an empty element
+        // is not.
+        (
+            "cleanup.policy empty",
+            json!({"topic": "d-c2e", "configs": {"cleanup.policy": ""}}),
+        ),
+        (
+            "cleanup.policy with an empty element",
+            json!({"topic": "d-c2f", "configs": {"cleanup.policy": "compact,"}}),
         ),
         (
             "compression.type unknown",

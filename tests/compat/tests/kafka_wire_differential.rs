@@ -60,25 +60,22 @@ const API_DIFFERENCES: &[ApiDifference] = &[
     (29, Some((1, 3)), None, "DescribeAcls: #19"),
     (30, Some((1, 3)), None, "CreateAcls: #19"),
     (31, Some((1, 3)), None, "DeleteAcls: #19"),
-    (34, Some((1, 2)), None, "AlterReplicaLogDirs: #15"),
     (36, Some((0, 2)), None, "SaslAuthenticate: #19"),
     (38, Some((1, 3)), None, "CreateDelegationToken: #19"),
     (39, Some((1, 2)), None, "RenewDelegationToken: #19"),
     (40, Some((1, 2)), None, "ExpireDelegationToken: #19"),
     (41, Some((1, 3)), None, "DescribeDelegationToken: #19"),
-    (43, Some((0, 2)), None, "ElectLeaders: #15"),
-    (45, Some((0, 1)), None, "AlterPartitionReassignments: #15"),
-    (46, Some((0, 0)), None, "ListPartitionReassignments: #15"),
+    (
+        45,
+        Some((0, 1)),
+        Some((0, 0)),
+        "AlterPartitionReassignments v1 (KIP-860 AllowReplicationFactorChange): the message \
+         definitions Skiff generates from are v0 only",
+    ),
     (48, Some((0, 1)), None, "DescribeClientQuotas: #20"),
     (49, Some((0, 1)), None, "AlterClientQuotas: #20"),
     (50, Some((0, 0)), None, "DescribeUserScramCredentials: #19"),
     (51, Some((0, 0)), None, "AlterUserScramCredentials: #19"),
-    (
-        55,
-        Some((0, 2)),
-        None,
-        "DescribeQuorum: #15 (single voter), #16",
-    ),
     (57, Some((0, 2)), None, "UpdateFeatures: #16"),
     (
         60,
@@ -95,8 +92,13 @@ const API_DIFFERENCES: &[ApiDifference] = &[
         Some((0, 0)),
         "ConsumerGroupDescribe v1 (KIP-1043): #15",
     ),
-    (74, Some((0, 1)), None, "ListConfigResources: #15"),
-    (75, Some((0, 0)), None, "DescribeTopicPartitions: #15"),
+    (
+        74,
+        Some((0, 1)),
+        Some((0, 0)),
+        "ListConfigResources v1 (KIP-1142 resource types): the definitions Skiff generates \
+         from are ListClientMetricsResources v0",
+    ),
     (
         76,
         Some((1, 1)),

@@ -38,6 +38,8 @@ public final class SkiffJavaClient {
             case "produce_consume": out = produceConsume(p); break;
             case "group": out = group(p); break;
             case "admin": out = admin(p); break;
+            case "cluster_ops": out = clusterOps(p); break;
+            case "log_dir_move": out = logDirMove(p); break;
             default: throw new IllegalArgumentException("unknown command " + args[0]);
         }
         System.out.println(M.writeValueAsString(out));
@@ -230,6 +232,124 @@ public final class SkiffJavaClient {
     // admin {bootstrap, topic, group}: the Admin API over one topic (created with 2 partitions
     // and a retention.ms override) and a group that commits offsets on it. Every call's result
     // goes into the JSON; the Rust test checks it.
+    /** The exception class of a failed future, or "ok". */
+    static String outcome(KafkaFuture<?> f) {
+        try {
+            f.get();
+            return "ok";
+        } catch (java.util.concurrent.ExecutionException e) {
+            return e.getCause().getClass().getSimpleName();
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /**
+     * Issue 15 item 4: the admin APIs a single node answers trivially, as facts a run against
+     * Apache Kafka gives too (the differential test compares them): DescribeTopicPartitions
+     * (describeTopics, paged), ElectLeaders, Alter/ListPartitionReassignments,
+     * AlterReplicaLogDirs to the current dir and to an unknown one, DescribeQuorum,
+     * ListClientMetricsResources.
+     */
+    static ObjectNode clusterOps(JsonNode p) throws Exception {
+        String topic = p.get("topic").asText();
+        ObjectNode out = M.createObjectNode();
+        try (Admin a = Admin.create(base(p))) {
+            int node = a.describeCluster().controller().get().id();
+            a.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
+            // describeTopics goes through DescribeTopicPartitions; a limit of 2 makes it page.
+            TopicDescription td = a.describeTopics(List.of(topic),
+                new DescribeTopicsOptions().partitionSizeLimitPerResponse(2)).allTopicNames().get().get(topic);
+            ArrayNode parts = out.putArray("described");
+            for (TopicPartitionInfo tpi : td.partitions())
+                parts.add(tpi.partition() + ":" + (tpi.leader().id() == node) + ":" + tpi.replicas().size()
+                    + ":" + tpi.isr().size() + ":" + tpi.elr().size());
+            out.put("described_internal", td.isInternal());
+            out.put("describe_unknown", outcome(a.describeTopics(List.of(topic + "-nope")).allTopicNames()));
+            TopicPartition p0 = new TopicPartition(topic, 0);
+            TopicPartition missing = new TopicPartition(topic, 7);
+            Map<TopicPartition, Optional<Throwable>> el = a.electLeaders(ElectionType.PREFERRED, Set.of(p0, missing)).partitions().get();
+            out.put("elect_p0", el.get(p0).map(t -> t.getClass().getSimpleName()).orElse("ok"));
+            out.put("elect_missing", el.get(missing).map(t -> t.getClass().getSimpleName()).orElse("ok"));
+            Map<TopicPartition, Optional<Throwable>> unclean = a.electLeaders(ElectionType.UNCLEAN, Set.of(p0)).partitions().get();
+            out.put("elect_unclean", unclean.get(p0).map(t -> t.getClass().getSimpleName()).orElse("ok"));
+            Map<TopicPartition, Optional<Throwable>> all = a.electLeaders(ElectionType.PREFERRED, null).partitions().get();
+            out.put("elect_all_results", all.size());
+
+            out.put("reassign_same", outcome(a.alterPartitionReassignments(
+                Map.of(p0, Optional.of(new NewPartitionReassignment(List.of(node))))).all()));
+            out.put("reassign_unknown_broker", outcome(a.alterPartitionReassignments(
+                Map.of(p0, Optional.of(new NewPartitionReassignment(List.of(node + 100))))).all()));
+            out.put("reassign_cancel", outcome(a.alterPartitionReassignments(
+                Map.of(p0, Optional.empty())).all()));
+            out.put("reassign_missing", outcome(a.alterPartitionReassignments(
+                Map.of(missing, Optional.of(new NewPartitionReassignment(List.of(node))))).all()));
+            out.put("reassignments_listed", a.listPartitionReassignments().reassignments().get().size());
+            out.put("reassignments_listed_named",
+                a.listPartitionReassignments(Set.of(p0)).reassignments().get().size());
+
+            String dir = dirOf(a, node, p0);
+            TopicPartitionReplica r0 = new TopicPartitionReplica(topic, 0, node);
+            out.put("log_dir_same", outcome(a.alterReplicaLogDirs(Map.of(r0, dir)).all()));
+            out.put("log_dir_unknown", outcome(a.alterReplicaLogDirs(Map.of(r0, "/no/such/log/dir")).all()));
+
+            QuorumInfo q = a.describeMetadataQuorum().quorumInfo().get();
+            out.put("quorum_leader_is_node", q.leaderId() == node);
+            out.put("quorum_voters", q.voters().size());
+            out.put("quorum_voter_is_node", q.voters().get(0).replicaId() == node);
+            out.put("quorum_voter_caught_up", q.voters().get(0).logEndOffset() >= q.highWatermark());
+            out.put("quorum_hw_positive", q.highWatermark() > 0);
+            out.put("quorum_observers", q.observers().size());
+            @SuppressWarnings("deprecation")
+            Collection<ClientMetricsResourceListing> cm = a.listClientMetricsResources().all().get();
+            out.put("client_metrics_resources", cm.size());
+            a.deleteTopics(List.of(topic)).all().get();
+        }
+        return out;
+    }
+
+    /**
+     * AlterReplicaLogDirs as a real move (Skiff with two log.dirs): records produced before and
+     * after the move read back in order, DescribeLogDirs follows the partition.
+     */
+    static ObjectNode logDirMove(JsonNode p) throws Exception {
+        String topic = p.get("topic").asText();
+        int before = p.get("before").asInt(), after = p.get("after").asInt();
+        ObjectNode out = M.createObjectNode();
+        Properties pc = base(p);
+        pc.put("key.serializer", ByteArraySerializer.class.getName());
+        pc.put("value.serializer", ByteArraySerializer.class.getName());
+        try (Admin a = Admin.create(base(p)); KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(pc)) {
+            int node = a.describeCluster().controller().get().id();
+            if (p.path("create").asBoolean(true))
+                a.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+            for (int k = 0; k < before; k++) prod.send(new ProducerRecord<>(topic, 0, b("k" + k), b("v" + k))).get();
+            TopicPartition p0 = new TopicPartition(topic, 0);
+            out.put("dir_before", dirOf(a, node, p0));
+            out.put("moved", outcome(a.alterReplicaLogDirs(
+                Map.of(new TopicPartitionReplica(topic, 0, node), p.get("dest").asText())).all()));
+            out.put("dir_after", dirOf(a, node, p0));
+            for (int k = before; k < before + after; k++) prod.send(new ProducerRecord<>(topic, 0, b("k" + k), b("v" + k))).get();
+        }
+        try (KafkaConsumer<byte[], byte[]> c = consumer(p, Map.of())) {
+            TopicPartition p0 = new TopicPartition(topic, 0);
+            c.assign(List.of(p0));
+            c.seekToBeginning(List.of(p0));
+            ArrayNode values = out.putArray("values");
+            long end = System.currentTimeMillis() + DEADLINE_MS;
+            while (values.size() < before + after && System.currentTimeMillis() < end)
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200)))
+                    values.add(r.offset() + "=" + s(r.value()));
+        }
+        return out;
+    }
+
+    static String dirOf(Admin a, int node, TopicPartition tp) throws Exception {
+        for (Map.Entry<String, LogDirDescription> e : a.describeLogDirs(List.of(node)).allDescriptions().get().get(node).entrySet())
+            if (e.getValue().replicaInfos().containsKey(tp)) return e.getKey();
+        return null;
+    }
+
     static ObjectNode admin(JsonNode p) throws Exception {
         String topic = p.get("topic").asText();
         String gid = p.get("group").asText();

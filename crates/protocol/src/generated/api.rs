@@ -32,15 +32,22 @@ pub enum ApiKey {
     OffsetForLeaderEpoch = 23,
     DescribeConfigs = 32,
     AlterConfigs = 33,
+    AlterReplicaLogDirs = 34,
     DescribeLogDirs = 35,
     CreatePartitions = 37,
     DeleteGroups = 42,
+    ElectLeaders = 43,
     IncrementalAlterConfigs = 44,
+    AlterPartitionReassignments = 45,
+    ListPartitionReassignments = 46,
     OffsetDelete = 47,
+    DescribeQuorum = 55,
     DescribeCluster = 60,
     DescribeProducers = 61,
     ConsumerGroupHeartbeat = 68,
     ConsumerGroupDescribe = 69,
+    ListClientMetricsResources = 74,
+    DescribeTopicPartitions = 75,
 }
 
 impl ApiKey {
@@ -67,15 +74,22 @@ impl ApiKey {
         ApiKey::OffsetForLeaderEpoch,
         ApiKey::DescribeConfigs,
         ApiKey::AlterConfigs,
+        ApiKey::AlterReplicaLogDirs,
         ApiKey::DescribeLogDirs,
         ApiKey::CreatePartitions,
         ApiKey::DeleteGroups,
+        ApiKey::ElectLeaders,
         ApiKey::IncrementalAlterConfigs,
+        ApiKey::AlterPartitionReassignments,
+        ApiKey::ListPartitionReassignments,
         ApiKey::OffsetDelete,
+        ApiKey::DescribeQuorum,
         ApiKey::DescribeCluster,
         ApiKey::DescribeProducers,
         ApiKey::ConsumerGroupHeartbeat,
         ApiKey::ConsumerGroupDescribe,
+        ApiKey::ListClientMetricsResources,
+        ApiKey::DescribeTopicPartitions,
     ];
 
     /// The API with this key, if Skiff implements it.
@@ -102,15 +116,22 @@ impl ApiKey {
             23 => Some(ApiKey::OffsetForLeaderEpoch),
             32 => Some(ApiKey::DescribeConfigs),
             33 => Some(ApiKey::AlterConfigs),
+            34 => Some(ApiKey::AlterReplicaLogDirs),
             35 => Some(ApiKey::DescribeLogDirs),
             37 => Some(ApiKey::CreatePartitions),
             42 => Some(ApiKey::DeleteGroups),
+            43 => Some(ApiKey::ElectLeaders),
             44 => Some(ApiKey::IncrementalAlterConfigs),
+            45 => Some(ApiKey::AlterPartitionReassignments),
+            46 => Some(ApiKey::ListPartitionReassignments),
             47 => Some(ApiKey::OffsetDelete),
+            55 => Some(ApiKey::DescribeQuorum),
             60 => Some(ApiKey::DescribeCluster),
             61 => Some(ApiKey::DescribeProducers),
             68 => Some(ApiKey::ConsumerGroupHeartbeat),
             69 => Some(ApiKey::ConsumerGroupDescribe),
+            74 => Some(ApiKey::ListClientMetricsResources),
+            75 => Some(ApiKey::DescribeTopicPartitions),
             _ => None,
         }
     }
@@ -139,15 +160,22 @@ impl ApiKey {
             ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
             ApiKey::DescribeConfigs => "DescribeConfigs",
             ApiKey::AlterConfigs => "AlterConfigs",
+            ApiKey::AlterReplicaLogDirs => "AlterReplicaLogDirs",
             ApiKey::DescribeLogDirs => "DescribeLogDirs",
             ApiKey::CreatePartitions => "CreatePartitions",
             ApiKey::DeleteGroups => "DeleteGroups",
+            ApiKey::ElectLeaders => "ElectLeaders",
             ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+            ApiKey::AlterPartitionReassignments => "AlterPartitionReassignments",
+            ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
             ApiKey::OffsetDelete => "OffsetDelete",
+            ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::DescribeProducers => "DescribeProducers",
             ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
             ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+            ApiKey::ListClientMetricsResources => "ListClientMetricsResources",
+            ApiKey::DescribeTopicPartitions => "DescribeTopicPartitions",
         }
     }
 
@@ -175,15 +203,22 @@ impl ApiKey {
             ApiKey::OffsetForLeaderEpoch => (2, 4),
             ApiKey::DescribeConfigs => (1, 4),
             ApiKey::AlterConfigs => (0, 2),
+            ApiKey::AlterReplicaLogDirs => (1, 2),
             ApiKey::DescribeLogDirs => (1, 4),
             ApiKey::CreatePartitions => (0, 3),
             ApiKey::DeleteGroups => (0, 2),
+            ApiKey::ElectLeaders => (0, 2),
             ApiKey::IncrementalAlterConfigs => (0, 1),
+            ApiKey::AlterPartitionReassignments => (0, 0),
+            ApiKey::ListPartitionReassignments => (0, 0),
             ApiKey::OffsetDelete => (0, 0),
+            ApiKey::DescribeQuorum => (0, 2),
             ApiKey::DescribeCluster => (0, 1),
             ApiKey::DescribeProducers => (0, 0),
             ApiKey::ConsumerGroupHeartbeat => (0, 1),
             ApiKey::ConsumerGroupDescribe => (0, 0),
+            ApiKey::ListClientMetricsResources => (0, 0),
+            ApiKey::DescribeTopicPartitions => (0, 0),
         }
     }
 
@@ -211,19 +246,34 @@ impl ApiKey {
             ApiKey::OffsetForLeaderEpoch => <OffsetForLeaderEpochRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeConfigs => <DescribeConfigsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterConfigs => <AlterConfigsRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::AlterReplicaLogDirs => <AlterReplicaLogDirsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeLogDirs => <DescribeLogDirsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::CreatePartitions => <CreatePartitionsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DeleteGroups => <DeleteGroupsRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::ElectLeaders => <ElectLeadersRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::IncrementalAlterConfigs => {
                 <IncrementalAlterConfigsRequest as Codec>::FLEXIBLE_MIN
             }
+            ApiKey::AlterPartitionReassignments => {
+                <AlterPartitionReassignmentsRequest as Codec>::FLEXIBLE_MIN
+            }
+            ApiKey::ListPartitionReassignments => {
+                <ListPartitionReassignmentsRequest as Codec>::FLEXIBLE_MIN
+            }
             ApiKey::OffsetDelete => <OffsetDeleteRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeQuorum => <DescribeQuorumRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatRequest as Codec>::FLEXIBLE_MIN
             }
             ApiKey::ConsumerGroupDescribe => <ConsumerGroupDescribeRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::ListClientMetricsResources => {
+                <ListClientMetricsResourcesRequest as Codec>::FLEXIBLE_MIN
+            }
+            ApiKey::DescribeTopicPartitions => {
+                <DescribeTopicPartitionsRequest as Codec>::FLEXIBLE_MIN
+            }
         }
     }
 
@@ -251,19 +301,34 @@ impl ApiKey {
             ApiKey::OffsetForLeaderEpoch => <OffsetForLeaderEpochResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeConfigs => <DescribeConfigsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterConfigs => <AlterConfigsResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::AlterReplicaLogDirs => <AlterReplicaLogDirsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeLogDirs => <DescribeLogDirsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::CreatePartitions => <CreatePartitionsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DeleteGroups => <DeleteGroupsResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::ElectLeaders => <ElectLeadersResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::IncrementalAlterConfigs => {
                 <IncrementalAlterConfigsResponse as Codec>::FLEXIBLE_MIN
             }
+            ApiKey::AlterPartitionReassignments => {
+                <AlterPartitionReassignmentsResponse as Codec>::FLEXIBLE_MIN
+            }
+            ApiKey::ListPartitionReassignments => {
+                <ListPartitionReassignmentsResponse as Codec>::FLEXIBLE_MIN
+            }
             ApiKey::OffsetDelete => <OffsetDeleteResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeQuorum => <DescribeQuorumResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatResponse as Codec>::FLEXIBLE_MIN
             }
             ApiKey::ConsumerGroupDescribe => <ConsumerGroupDescribeResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::ListClientMetricsResources => {
+                <ListClientMetricsResourcesResponse as Codec>::FLEXIBLE_MIN
+            }
+            ApiKey::DescribeTopicPartitions => {
+                <DescribeTopicPartitionsResponse as Codec>::FLEXIBLE_MIN
+            }
         }
     }
 }
@@ -292,15 +357,22 @@ pub enum RequestBody {
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     DescribeConfigs(DescribeConfigsRequest),
     AlterConfigs(AlterConfigsRequest),
+    AlterReplicaLogDirs(AlterReplicaLogDirsRequest),
     DescribeLogDirs(DescribeLogDirsRequest),
     CreatePartitions(CreatePartitionsRequest),
     DeleteGroups(DeleteGroupsRequest),
+    ElectLeaders(ElectLeadersRequest),
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
+    AlterPartitionReassignments(AlterPartitionReassignmentsRequest),
+    ListPartitionReassignments(ListPartitionReassignmentsRequest),
     OffsetDelete(OffsetDeleteRequest),
+    DescribeQuorum(DescribeQuorumRequest),
     DescribeCluster(DescribeClusterRequest),
     DescribeProducers(DescribeProducersRequest),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest),
+    ListClientMetricsResources(ListClientMetricsResourcesRequest),
+    DescribeTopicPartitions(DescribeTopicPartitionsRequest),
 }
 
 impl RequestBody {
@@ -328,15 +400,22 @@ impl RequestBody {
             RequestBody::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
             RequestBody::DescribeConfigs(_) => ApiKey::DescribeConfigs,
             RequestBody::AlterConfigs(_) => ApiKey::AlterConfigs,
+            RequestBody::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
             RequestBody::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
             RequestBody::CreatePartitions(_) => ApiKey::CreatePartitions,
             RequestBody::DeleteGroups(_) => ApiKey::DeleteGroups,
+            RequestBody::ElectLeaders(_) => ApiKey::ElectLeaders,
             RequestBody::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            RequestBody::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            RequestBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             RequestBody::OffsetDelete(_) => ApiKey::OffsetDelete,
+            RequestBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             RequestBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             RequestBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             RequestBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             RequestBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            RequestBody::ListClientMetricsResources(_) => ApiKey::ListClientMetricsResources,
+            RequestBody::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
         }
     }
 
@@ -390,6 +469,9 @@ impl RequestBody {
             ApiKey::AlterConfigs => {
                 RequestBody::AlterConfigs(AlterConfigsRequest::decode(buf, version)?)
             }
+            ApiKey::AlterReplicaLogDirs => {
+                RequestBody::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::decode(buf, version)?)
+            }
             ApiKey::DescribeLogDirs => {
                 RequestBody::DescribeLogDirs(DescribeLogDirsRequest::decode(buf, version)?)
             }
@@ -399,11 +481,23 @@ impl RequestBody {
             ApiKey::DeleteGroups => {
                 RequestBody::DeleteGroups(DeleteGroupsRequest::decode(buf, version)?)
             }
+            ApiKey::ElectLeaders => {
+                RequestBody::ElectLeaders(ElectLeadersRequest::decode(buf, version)?)
+            }
             ApiKey::IncrementalAlterConfigs => RequestBody::IncrementalAlterConfigs(
                 IncrementalAlterConfigsRequest::decode(buf, version)?,
             ),
+            ApiKey::AlterPartitionReassignments => RequestBody::AlterPartitionReassignments(
+                AlterPartitionReassignmentsRequest::decode(buf, version)?,
+            ),
+            ApiKey::ListPartitionReassignments => RequestBody::ListPartitionReassignments(
+                ListPartitionReassignmentsRequest::decode(buf, version)?,
+            ),
             ApiKey::OffsetDelete => {
                 RequestBody::OffsetDelete(OffsetDeleteRequest::decode(buf, version)?)
+            }
+            ApiKey::DescribeQuorum => {
+                RequestBody::DescribeQuorum(DescribeQuorumRequest::decode(buf, version)?)
             }
             ApiKey::DescribeCluster => {
                 RequestBody::DescribeCluster(DescribeClusterRequest::decode(buf, version)?)
@@ -416,6 +510,12 @@ impl RequestBody {
             ),
             ApiKey::ConsumerGroupDescribe => RequestBody::ConsumerGroupDescribe(
                 ConsumerGroupDescribeRequest::decode(buf, version)?,
+            ),
+            ApiKey::ListClientMetricsResources => RequestBody::ListClientMetricsResources(
+                ListClientMetricsResourcesRequest::decode(buf, version)?,
+            ),
+            ApiKey::DescribeTopicPartitions => RequestBody::DescribeTopicPartitions(
+                DescribeTopicPartitionsRequest::decode(buf, version)?,
             ),
         })
     }
@@ -448,15 +548,22 @@ impl RequestBody {
             RequestBody::OffsetForLeaderEpoch(b) => b.encode(out, version),
             RequestBody::DescribeConfigs(b) => b.encode(out, version),
             RequestBody::AlterConfigs(b) => b.encode(out, version),
+            RequestBody::AlterReplicaLogDirs(b) => b.encode(out, version),
             RequestBody::DescribeLogDirs(b) => b.encode(out, version),
             RequestBody::CreatePartitions(b) => b.encode(out, version),
             RequestBody::DeleteGroups(b) => b.encode(out, version),
+            RequestBody::ElectLeaders(b) => b.encode(out, version),
             RequestBody::IncrementalAlterConfigs(b) => b.encode(out, version),
+            RequestBody::AlterPartitionReassignments(b) => b.encode(out, version),
+            RequestBody::ListPartitionReassignments(b) => b.encode(out, version),
             RequestBody::OffsetDelete(b) => b.encode(out, version),
+            RequestBody::DescribeQuorum(b) => b.encode(out, version),
             RequestBody::DescribeCluster(b) => b.encode(out, version),
             RequestBody::DescribeProducers(b) => b.encode(out, version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             RequestBody::ConsumerGroupDescribe(b) => b.encode(out, version),
+            RequestBody::ListClientMetricsResources(b) => b.encode(out, version),
+            RequestBody::DescribeTopicPartitions(b) => b.encode(out, version),
         }
     }
 
@@ -484,15 +591,22 @@ impl RequestBody {
             RequestBody::OffsetForLeaderEpoch(b) => b.encoded_size(version),
             RequestBody::DescribeConfigs(b) => b.encoded_size(version),
             RequestBody::AlterConfigs(b) => b.encoded_size(version),
+            RequestBody::AlterReplicaLogDirs(b) => b.encoded_size(version),
             RequestBody::DescribeLogDirs(b) => b.encoded_size(version),
             RequestBody::CreatePartitions(b) => b.encoded_size(version),
             RequestBody::DeleteGroups(b) => b.encoded_size(version),
+            RequestBody::ElectLeaders(b) => b.encoded_size(version),
             RequestBody::IncrementalAlterConfigs(b) => b.encoded_size(version),
+            RequestBody::AlterPartitionReassignments(b) => b.encoded_size(version),
+            RequestBody::ListPartitionReassignments(b) => b.encoded_size(version),
             RequestBody::OffsetDelete(b) => b.encoded_size(version),
+            RequestBody::DescribeQuorum(b) => b.encoded_size(version),
             RequestBody::DescribeCluster(b) => b.encoded_size(version),
             RequestBody::DescribeProducers(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
+            RequestBody::ListClientMetricsResources(b) => b.encoded_size(version),
+            RequestBody::DescribeTopicPartitions(b) => b.encoded_size(version),
         }
     }
 }
@@ -602,6 +716,11 @@ impl From<AlterConfigsRequest> for RequestBody {
         RequestBody::AlterConfigs(b)
     }
 }
+impl From<AlterReplicaLogDirsRequest> for RequestBody {
+    fn from(b: AlterReplicaLogDirsRequest) -> Self {
+        RequestBody::AlterReplicaLogDirs(b)
+    }
+}
 impl From<DescribeLogDirsRequest> for RequestBody {
     fn from(b: DescribeLogDirsRequest) -> Self {
         RequestBody::DescribeLogDirs(b)
@@ -617,14 +736,34 @@ impl From<DeleteGroupsRequest> for RequestBody {
         RequestBody::DeleteGroups(b)
     }
 }
+impl From<ElectLeadersRequest> for RequestBody {
+    fn from(b: ElectLeadersRequest) -> Self {
+        RequestBody::ElectLeaders(b)
+    }
+}
 impl From<IncrementalAlterConfigsRequest> for RequestBody {
     fn from(b: IncrementalAlterConfigsRequest) -> Self {
         RequestBody::IncrementalAlterConfigs(b)
     }
 }
+impl From<AlterPartitionReassignmentsRequest> for RequestBody {
+    fn from(b: AlterPartitionReassignmentsRequest) -> Self {
+        RequestBody::AlterPartitionReassignments(b)
+    }
+}
+impl From<ListPartitionReassignmentsRequest> for RequestBody {
+    fn from(b: ListPartitionReassignmentsRequest) -> Self {
+        RequestBody::ListPartitionReassignments(b)
+    }
+}
 impl From<OffsetDeleteRequest> for RequestBody {
     fn from(b: OffsetDeleteRequest) -> Self {
         RequestBody::OffsetDelete(b)
+    }
+}
+impl From<DescribeQuorumRequest> for RequestBody {
+    fn from(b: DescribeQuorumRequest) -> Self {
+        RequestBody::DescribeQuorum(b)
     }
 }
 impl From<DescribeClusterRequest> for RequestBody {
@@ -645,6 +784,16 @@ impl From<ConsumerGroupHeartbeatRequest> for RequestBody {
 impl From<ConsumerGroupDescribeRequest> for RequestBody {
     fn from(b: ConsumerGroupDescribeRequest) -> Self {
         RequestBody::ConsumerGroupDescribe(b)
+    }
+}
+impl From<ListClientMetricsResourcesRequest> for RequestBody {
+    fn from(b: ListClientMetricsResourcesRequest) -> Self {
+        RequestBody::ListClientMetricsResources(b)
+    }
+}
+impl From<DescribeTopicPartitionsRequest> for RequestBody {
+    fn from(b: DescribeTopicPartitionsRequest) -> Self {
+        RequestBody::DescribeTopicPartitions(b)
     }
 }
 
@@ -672,15 +821,22 @@ pub enum ResponseBody {
     OffsetForLeaderEpoch(OffsetForLeaderEpochResponse),
     DescribeConfigs(DescribeConfigsResponse),
     AlterConfigs(AlterConfigsResponse),
+    AlterReplicaLogDirs(AlterReplicaLogDirsResponse),
     DescribeLogDirs(DescribeLogDirsResponse),
     CreatePartitions(CreatePartitionsResponse),
     DeleteGroups(DeleteGroupsResponse),
+    ElectLeaders(ElectLeadersResponse),
     IncrementalAlterConfigs(IncrementalAlterConfigsResponse),
+    AlterPartitionReassignments(AlterPartitionReassignmentsResponse),
+    ListPartitionReassignments(ListPartitionReassignmentsResponse),
     OffsetDelete(OffsetDeleteResponse),
+    DescribeQuorum(DescribeQuorumResponse),
     DescribeCluster(DescribeClusterResponse),
     DescribeProducers(DescribeProducersResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
     ConsumerGroupDescribe(ConsumerGroupDescribeResponse),
+    ListClientMetricsResources(ListClientMetricsResourcesResponse),
+    DescribeTopicPartitions(DescribeTopicPartitionsResponse),
 }
 
 impl ResponseBody {
@@ -708,15 +864,22 @@ impl ResponseBody {
             ResponseBody::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
             ResponseBody::DescribeConfigs(_) => ApiKey::DescribeConfigs,
             ResponseBody::AlterConfigs(_) => ApiKey::AlterConfigs,
+            ResponseBody::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
             ResponseBody::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
             ResponseBody::CreatePartitions(_) => ApiKey::CreatePartitions,
             ResponseBody::DeleteGroups(_) => ApiKey::DeleteGroups,
+            ResponseBody::ElectLeaders(_) => ApiKey::ElectLeaders,
             ResponseBody::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            ResponseBody::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
+            ResponseBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             ResponseBody::OffsetDelete(_) => ApiKey::OffsetDelete,
+            ResponseBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             ResponseBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             ResponseBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             ResponseBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             ResponseBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
+            ResponseBody::ListClientMetricsResources(_) => ApiKey::ListClientMetricsResources,
+            ResponseBody::DescribeTopicPartitions(_) => ApiKey::DescribeTopicPartitions,
         }
     }
 
@@ -774,6 +937,9 @@ impl ResponseBody {
             ApiKey::AlterConfigs => {
                 ResponseBody::AlterConfigs(AlterConfigsResponse::decode(buf, version)?)
             }
+            ApiKey::AlterReplicaLogDirs => ResponseBody::AlterReplicaLogDirs(
+                AlterReplicaLogDirsResponse::decode(buf, version)?,
+            ),
             ApiKey::DescribeLogDirs => {
                 ResponseBody::DescribeLogDirs(DescribeLogDirsResponse::decode(buf, version)?)
             }
@@ -783,11 +949,23 @@ impl ResponseBody {
             ApiKey::DeleteGroups => {
                 ResponseBody::DeleteGroups(DeleteGroupsResponse::decode(buf, version)?)
             }
+            ApiKey::ElectLeaders => {
+                ResponseBody::ElectLeaders(ElectLeadersResponse::decode(buf, version)?)
+            }
             ApiKey::IncrementalAlterConfigs => ResponseBody::IncrementalAlterConfigs(
                 IncrementalAlterConfigsResponse::decode(buf, version)?,
             ),
+            ApiKey::AlterPartitionReassignments => ResponseBody::AlterPartitionReassignments(
+                AlterPartitionReassignmentsResponse::decode(buf, version)?,
+            ),
+            ApiKey::ListPartitionReassignments => ResponseBody::ListPartitionReassignments(
+                ListPartitionReassignmentsResponse::decode(buf, version)?,
+            ),
             ApiKey::OffsetDelete => {
                 ResponseBody::OffsetDelete(OffsetDeleteResponse::decode(buf, version)?)
+            }
+            ApiKey::DescribeQuorum => {
+                ResponseBody::DescribeQuorum(DescribeQuorumResponse::decode(buf, version)?)
             }
             ApiKey::DescribeCluster => {
                 ResponseBody::DescribeCluster(DescribeClusterResponse::decode(buf, version)?)
@@ -800,6 +978,12 @@ impl ResponseBody {
             ),
             ApiKey::ConsumerGroupDescribe => ResponseBody::ConsumerGroupDescribe(
                 ConsumerGroupDescribeResponse::decode(buf, version)?,
+            ),
+            ApiKey::ListClientMetricsResources => ResponseBody::ListClientMetricsResources(
+                ListClientMetricsResourcesResponse::decode(buf, version)?,
+            ),
+            ApiKey::DescribeTopicPartitions => ResponseBody::DescribeTopicPartitions(
+                DescribeTopicPartitionsResponse::decode(buf, version)?,
             ),
         })
     }
@@ -832,15 +1016,22 @@ impl ResponseBody {
             ResponseBody::OffsetForLeaderEpoch(b) => b.encode(out, version),
             ResponseBody::DescribeConfigs(b) => b.encode(out, version),
             ResponseBody::AlterConfigs(b) => b.encode(out, version),
+            ResponseBody::AlterReplicaLogDirs(b) => b.encode(out, version),
             ResponseBody::DescribeLogDirs(b) => b.encode(out, version),
             ResponseBody::CreatePartitions(b) => b.encode(out, version),
             ResponseBody::DeleteGroups(b) => b.encode(out, version),
+            ResponseBody::ElectLeaders(b) => b.encode(out, version),
             ResponseBody::IncrementalAlterConfigs(b) => b.encode(out, version),
+            ResponseBody::AlterPartitionReassignments(b) => b.encode(out, version),
+            ResponseBody::ListPartitionReassignments(b) => b.encode(out, version),
             ResponseBody::OffsetDelete(b) => b.encode(out, version),
+            ResponseBody::DescribeQuorum(b) => b.encode(out, version),
             ResponseBody::DescribeCluster(b) => b.encode(out, version),
             ResponseBody::DescribeProducers(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encode(out, version),
+            ResponseBody::ListClientMetricsResources(b) => b.encode(out, version),
+            ResponseBody::DescribeTopicPartitions(b) => b.encode(out, version),
         }
     }
 
@@ -868,15 +1059,22 @@ impl ResponseBody {
             ResponseBody::OffsetForLeaderEpoch(b) => b.encoded_size(version),
             ResponseBody::DescribeConfigs(b) => b.encoded_size(version),
             ResponseBody::AlterConfigs(b) => b.encoded_size(version),
+            ResponseBody::AlterReplicaLogDirs(b) => b.encoded_size(version),
             ResponseBody::DescribeLogDirs(b) => b.encoded_size(version),
             ResponseBody::CreatePartitions(b) => b.encoded_size(version),
             ResponseBody::DeleteGroups(b) => b.encoded_size(version),
+            ResponseBody::ElectLeaders(b) => b.encoded_size(version),
             ResponseBody::IncrementalAlterConfigs(b) => b.encoded_size(version),
+            ResponseBody::AlterPartitionReassignments(b) => b.encoded_size(version),
+            ResponseBody::ListPartitionReassignments(b) => b.encoded_size(version),
             ResponseBody::OffsetDelete(b) => b.encoded_size(version),
+            ResponseBody::DescribeQuorum(b) => b.encoded_size(version),
             ResponseBody::DescribeCluster(b) => b.encoded_size(version),
             ResponseBody::DescribeProducers(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
+            ResponseBody::ListClientMetricsResources(b) => b.encoded_size(version),
+            ResponseBody::DescribeTopicPartitions(b) => b.encoded_size(version),
         }
     }
 }
@@ -986,6 +1184,11 @@ impl From<AlterConfigsResponse> for ResponseBody {
         ResponseBody::AlterConfigs(b)
     }
 }
+impl From<AlterReplicaLogDirsResponse> for ResponseBody {
+    fn from(b: AlterReplicaLogDirsResponse) -> Self {
+        ResponseBody::AlterReplicaLogDirs(b)
+    }
+}
 impl From<DescribeLogDirsResponse> for ResponseBody {
     fn from(b: DescribeLogDirsResponse) -> Self {
         ResponseBody::DescribeLogDirs(b)
@@ -1001,14 +1204,34 @@ impl From<DeleteGroupsResponse> for ResponseBody {
         ResponseBody::DeleteGroups(b)
     }
 }
+impl From<ElectLeadersResponse> for ResponseBody {
+    fn from(b: ElectLeadersResponse) -> Self {
+        ResponseBody::ElectLeaders(b)
+    }
+}
 impl From<IncrementalAlterConfigsResponse> for ResponseBody {
     fn from(b: IncrementalAlterConfigsResponse) -> Self {
         ResponseBody::IncrementalAlterConfigs(b)
     }
 }
+impl From<AlterPartitionReassignmentsResponse> for ResponseBody {
+    fn from(b: AlterPartitionReassignmentsResponse) -> Self {
+        ResponseBody::AlterPartitionReassignments(b)
+    }
+}
+impl From<ListPartitionReassignmentsResponse> for ResponseBody {
+    fn from(b: ListPartitionReassignmentsResponse) -> Self {
+        ResponseBody::ListPartitionReassignments(b)
+    }
+}
 impl From<OffsetDeleteResponse> for ResponseBody {
     fn from(b: OffsetDeleteResponse) -> Self {
         ResponseBody::OffsetDelete(b)
+    }
+}
+impl From<DescribeQuorumResponse> for ResponseBody {
+    fn from(b: DescribeQuorumResponse) -> Self {
+        ResponseBody::DescribeQuorum(b)
     }
 }
 impl From<DescribeClusterResponse> for ResponseBody {
@@ -1029,6 +1252,16 @@ impl From<ConsumerGroupHeartbeatResponse> for ResponseBody {
 impl From<ConsumerGroupDescribeResponse> for ResponseBody {
     fn from(b: ConsumerGroupDescribeResponse) -> Self {
         ResponseBody::ConsumerGroupDescribe(b)
+    }
+}
+impl From<ListClientMetricsResourcesResponse> for ResponseBody {
+    fn from(b: ListClientMetricsResourcesResponse) -> Self {
+        ResponseBody::ListClientMetricsResources(b)
+    }
+}
+impl From<DescribeTopicPartitionsResponse> for ResponseBody {
+    fn from(b: DescribeTopicPartitionsResponse) -> Self {
+        ResponseBody::DescribeTopicPartitions(b)
     }
 }
 
@@ -1095,6 +1328,9 @@ impl crate::Request for DescribeConfigsRequest {
 impl crate::Request for AlterConfigsRequest {
     type Response = AlterConfigsResponse;
 }
+impl crate::Request for AlterReplicaLogDirsRequest {
+    type Response = AlterReplicaLogDirsResponse;
+}
 impl crate::Request for DescribeLogDirsRequest {
     type Response = DescribeLogDirsResponse;
 }
@@ -1104,11 +1340,23 @@ impl crate::Request for CreatePartitionsRequest {
 impl crate::Request for DeleteGroupsRequest {
     type Response = DeleteGroupsResponse;
 }
+impl crate::Request for ElectLeadersRequest {
+    type Response = ElectLeadersResponse;
+}
 impl crate::Request for IncrementalAlterConfigsRequest {
     type Response = IncrementalAlterConfigsResponse;
 }
+impl crate::Request for AlterPartitionReassignmentsRequest {
+    type Response = AlterPartitionReassignmentsResponse;
+}
+impl crate::Request for ListPartitionReassignmentsRequest {
+    type Response = ListPartitionReassignmentsResponse;
+}
 impl crate::Request for OffsetDeleteRequest {
     type Response = OffsetDeleteResponse;
+}
+impl crate::Request for DescribeQuorumRequest {
+    type Response = DescribeQuorumResponse;
 }
 impl crate::Request for DescribeClusterRequest {
     type Response = DescribeClusterResponse;
@@ -1121,4 +1369,10 @@ impl crate::Request for ConsumerGroupHeartbeatRequest {
 }
 impl crate::Request for ConsumerGroupDescribeRequest {
     type Response = ConsumerGroupDescribeResponse;
+}
+impl crate::Request for ListClientMetricsResourcesRequest {
+    type Response = ListClientMetricsResourcesResponse;
+}
+impl crate::Request for DescribeTopicPartitionsRequest {
+    type Response = DescribeTopicPartitionsResponse;
 }

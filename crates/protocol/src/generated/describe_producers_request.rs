@@ -9,7 +9,7 @@ use bytes::Bytes;
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeProducersRequest {
     /// Versions 0.
-    pub topics: Vec<TopicRequest>,
+    pub topics: Vec<DescribeProducersRequestTopicRequest>,
 }
 
 impl Default for DescribeProducersRequest {
@@ -22,7 +22,7 @@ impl DescribeProducersRequest {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.topics = wire::read_array(buf, true, "DescribeProducersRequest.topics", |b| {
-            TopicRequest::read(b, version)
+            DescribeProducersRequestTopicRequest::read(b, version)
         })?;
         wire::skip_tagged_fields(buf)?;
 
@@ -57,7 +57,7 @@ impl DescribeProducersRequest {
 
 /// Part of `DescribeProducersRequest` (`TopicRequest` in the definition).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TopicRequest {
+pub struct DescribeProducersRequestTopicRequest {
     /// The topic name.
     ///
     /// Versions 0.
@@ -68,7 +68,7 @@ pub struct TopicRequest {
     pub partition_indexes: Vec<i32>,
 }
 
-impl Default for TopicRequest {
+impl Default for DescribeProducersRequestTopicRequest {
     fn default() -> Self {
         Self {
             name: String::new(),
@@ -77,12 +77,16 @@ impl Default for TopicRequest {
     }
 }
 
-impl TopicRequest {
+impl DescribeProducersRequestTopicRequest {
     pub(crate) fn read(buf: &mut Bytes, _version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
-        this.name = wire::read_string(buf, true, "TopicRequest.name")?;
-        this.partition_indexes =
-            wire::read_array(buf, true, "TopicRequest.partition_indexes", wire::read_i32)?;
+        this.name = wire::read_string(buf, true, "DescribeProducersRequestTopicRequest.name")?;
+        this.partition_indexes = wire::read_array(
+            buf,
+            true,
+            "DescribeProducersRequestTopicRequest.partition_indexes",
+            wire::read_i32,
+        )?;
         wire::skip_tagged_fields(buf)?;
 
         Ok(this)
@@ -93,12 +97,17 @@ impl TopicRequest {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        wire::write_string(out, &self.name, true, "TopicRequest.name")?;
+        wire::write_string(
+            out,
+            &self.name,
+            true,
+            "DescribeProducersRequestTopicRequest.name",
+        )?;
         wire::write_array(
             out,
             &self.partition_indexes,
             true,
-            "TopicRequest.partition_indexes",
+            "DescribeProducersRequestTopicRequest.partition_indexes",
             |out, &e| {
                 out.put_int32(e);
                 Ok(())

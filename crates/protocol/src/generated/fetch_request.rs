@@ -18,7 +18,7 @@ pub struct FetchRequest {
     /// Versions 4-14.
     pub replica_id: i32,
     /// Versions 15-17; tagged (tag 1) in 15-17.
-    pub replica_state: ReplicaState,
+    pub replica_state: FetchRequestReplicaState,
     /// The maximum time in milliseconds to wait for the response.
     ///
     /// Versions 4-17.
@@ -62,7 +62,7 @@ impl Default for FetchRequest {
         Self {
             cluster_id: None,
             replica_id: -1,
-            replica_state: ReplicaState::default(),
+            replica_state: FetchRequestReplicaState::default(),
             max_wait_ms: 0,
             min_bytes: 0,
             max_bytes: i32::MAX,
@@ -121,7 +121,7 @@ impl FetchRequest {
                         wire::finish_tagged_field(&data, "FetchRequest.cluster_id")?;
                     }
                     1 if version >= 15 => {
-                        this.replica_state = ReplicaState::read(&mut data, version)?;
+                        this.replica_state = FetchRequestReplicaState::read(&mut data, version)?;
                         wire::finish_tagged_field(&data, "FetchRequest.replica_state")?;
                     }
                     _ => {}
@@ -146,7 +146,7 @@ impl FetchRequest {
                 version,
             });
         }
-        if version < 15 && self.replica_state != ReplicaState::default() {
+        if version < 15 && self.replica_state != FetchRequestReplicaState::default() {
             return Err(EncodeError::UnsupportedField {
                 field: "FetchRequest.replica_state",
                 version,
@@ -192,7 +192,7 @@ impl FetchRequest {
             if version >= 12 && self.cluster_id.is_some() {
                 count += 1;
             }
-            if version >= 15 && self.replica_state != ReplicaState::default() {
+            if version >= 15 && self.replica_state != FetchRequestReplicaState::default() {
                 count += 1;
             }
             out.put_uvarint(count);
@@ -210,7 +210,7 @@ impl FetchRequest {
                     "FetchRequest.cluster_id",
                 )?;
             }
-            if version >= 15 && self.replica_state != ReplicaState::default() {
+            if version >= 15 && self.replica_state != FetchRequestReplicaState::default() {
                 out.put_uvarint(1);
                 out.put_uvarint(wire::len_u32(
                     self.replica_state.size(version),
@@ -254,7 +254,7 @@ impl FetchRequest {
                 let size = wire::nullable_string_size(self.cluster_id.as_deref(), true);
                 n += wire::uvarint_size(0) + wire::usize_uvarint_size(size) + size;
             }
-            if version >= 15 && self.replica_state != ReplicaState::default() {
+            if version >= 15 && self.replica_state != FetchRequestReplicaState::default() {
                 count += 1;
                 let size = self.replica_state.size(version);
                 n += wire::uvarint_size(1) + wire::usize_uvarint_size(size) + size;
@@ -268,7 +268,7 @@ impl FetchRequest {
 
 /// Part of `FetchRequest` (`ReplicaState` in the definition).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReplicaState {
+pub struct FetchRequestReplicaState {
     /// The replica ID of the follower, or -1 if this request is from a consumer.
     ///
     /// Versions 15-17.
@@ -279,7 +279,7 @@ pub struct ReplicaState {
     pub replica_epoch: i64,
 }
 
-impl Default for ReplicaState {
+impl Default for FetchRequestReplicaState {
     fn default() -> Self {
         Self {
             replica_id: -1,
@@ -288,7 +288,7 @@ impl Default for ReplicaState {
     }
 }
 
-impl ReplicaState {
+impl FetchRequestReplicaState {
     pub(crate) fn read(buf: &mut Bytes, _version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.replica_id = wire::read_i32(buf)?;

@@ -173,7 +173,7 @@ pub struct FetchableTopicResponse {
     /// The topic partitions.
     ///
     /// Versions 4-17.
-    pub partitions: Vec<PartitionData>,
+    pub partitions: Vec<FetchResponsePartitionData>,
 }
 
 impl Default for FetchableTopicResponse {
@@ -199,7 +199,7 @@ impl FetchableTopicResponse {
             buf,
             version >= 12,
             "FetchableTopicResponse.partitions",
-            |b| PartitionData::read(b, version),
+            |b| FetchResponsePartitionData::read(b, version),
         )?;
         if version >= 12 {
             wire::skip_tagged_fields(buf)?;
@@ -257,7 +257,7 @@ impl FetchableTopicResponse {
 
 /// Part of `FetchResponse` (`PartitionData` in the definition).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PartitionData {
+pub struct FetchResponsePartitionData {
     /// The partition index.
     ///
     /// Versions 4-17.
@@ -302,7 +302,7 @@ pub struct PartitionData {
     pub records: Option<Records>,
 }
 
-impl Default for PartitionData {
+impl Default for FetchResponsePartitionData {
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -320,7 +320,7 @@ impl Default for PartitionData {
     }
 }
 
-impl PartitionData {
+impl FetchResponsePartitionData {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.partition_index = wire::read_i32(buf)?;
@@ -334,14 +334,18 @@ impl PartitionData {
             buf,
             version >= 12,
             true,
-            "PartitionData.aborted_transactions",
+            "FetchResponsePartitionData.aborted_transactions",
             |b| AbortedTransaction::read(b, version),
         )?;
         if version >= 11 {
             this.preferred_read_replica = wire::read_i32(buf)?;
         }
-        this.records =
-            wire::read_nullable_records(buf, version >= 12, true, "PartitionData.records")?;
+        this.records = wire::read_nullable_records(
+            buf,
+            version >= 12,
+            true,
+            "FetchResponsePartitionData.records",
+        )?;
         if version >= 12 {
             let count = wire::read_uvarint(buf)?;
             for _ in 0..count {
@@ -350,16 +354,22 @@ impl PartitionData {
                     0 if version >= 12 => {
                         this.diverging_epoch =
                             FetchResponseEpochEndOffset::read(&mut data, version)?;
-                        wire::finish_tagged_field(&data, "PartitionData.diverging_epoch")?;
+                        wire::finish_tagged_field(
+                            &data,
+                            "FetchResponsePartitionData.diverging_epoch",
+                        )?;
                     }
                     1 if version >= 12 => {
                         this.current_leader =
                             FetchResponseLeaderIdAndEpoch::read(&mut data, version)?;
-                        wire::finish_tagged_field(&data, "PartitionData.current_leader")?;
+                        wire::finish_tagged_field(
+                            &data,
+                            "FetchResponsePartitionData.current_leader",
+                        )?;
                     }
                     2 if version >= 12 => {
                         this.snapshot_id = SnapshotId::read(&mut data, version)?;
-                        wire::finish_tagged_field(&data, "PartitionData.snapshot_id")?;
+                        wire::finish_tagged_field(&data, "FetchResponsePartitionData.snapshot_id")?;
                     }
                     _ => {}
                 }
@@ -383,19 +393,19 @@ impl PartitionData {
         }
         if version < 12 && self.diverging_epoch != FetchResponseEpochEndOffset::default() {
             return Err(EncodeError::UnsupportedField {
-                field: "PartitionData.diverging_epoch",
+                field: "FetchResponsePartitionData.diverging_epoch",
                 version,
             });
         }
         if version < 12 && self.current_leader != FetchResponseLeaderIdAndEpoch::default() {
             return Err(EncodeError::UnsupportedField {
-                field: "PartitionData.current_leader",
+                field: "FetchResponsePartitionData.current_leader",
                 version,
             });
         }
         if version < 12 && self.snapshot_id != SnapshotId::default() {
             return Err(EncodeError::UnsupportedField {
-                field: "PartitionData.snapshot_id",
+                field: "FetchResponsePartitionData.snapshot_id",
                 version,
             });
         }
@@ -404,7 +414,7 @@ impl PartitionData {
             self.aborted_transactions.as_deref(),
             version >= 12,
             true,
-            "PartitionData.aborted_transactions",
+            "FetchResponsePartitionData.aborted_transactions",
             |out, e| e.write(out, version),
         )?;
         if version >= 11 {
@@ -412,7 +422,7 @@ impl PartitionData {
         }
         if version < 11 && self.preferred_read_replica != -1 {
             return Err(EncodeError::UnsupportedField {
-                field: "PartitionData.preferred_read_replica",
+                field: "FetchResponsePartitionData.preferred_read_replica",
                 version,
             });
         }
@@ -421,7 +431,7 @@ impl PartitionData {
             self.records.as_ref(),
             version >= 12,
             true,
-            "PartitionData.records",
+            "FetchResponsePartitionData.records",
         )?;
         if version >= 12 {
             let mut count: u32 = 0;
@@ -439,7 +449,7 @@ impl PartitionData {
                 out.put_uvarint(0);
                 out.put_uvarint(wire::len_u32(
                     self.diverging_epoch.size(version),
-                    "PartitionData.diverging_epoch",
+                    "FetchResponsePartitionData.diverging_epoch",
                 )?);
                 self.diverging_epoch.write(out, version)?;
             }
@@ -447,7 +457,7 @@ impl PartitionData {
                 out.put_uvarint(1);
                 out.put_uvarint(wire::len_u32(
                     self.current_leader.size(version),
-                    "PartitionData.current_leader",
+                    "FetchResponsePartitionData.current_leader",
                 )?);
                 self.current_leader.write(out, version)?;
             }
@@ -455,7 +465,7 @@ impl PartitionData {
                 out.put_uvarint(2);
                 out.put_uvarint(wire::len_u32(
                     self.snapshot_id.size(version),
-                    "PartitionData.snapshot_id",
+                    "FetchResponsePartitionData.snapshot_id",
                 )?);
                 self.snapshot_id.write(out, version)?;
             }

@@ -312,7 +312,7 @@ impl Random for FetchRequest {
             this.replica_id = rng.i32();
         }
         if version >= 15 && rng.bool() {
-            this.replica_state = ReplicaState::random(rng, version);
+            this.replica_state = FetchRequestReplicaState::random(rng, version);
         }
         this.max_wait_ms = rng.i32();
         this.min_bytes = rng.i32();
@@ -336,7 +336,7 @@ impl Random for FetchRequest {
     }
 }
 
-impl Random for ReplicaState {
+impl Random for FetchRequestReplicaState {
     fn random(rng: &mut TestRng, _version: i16) -> Self {
         let mut this = Self::default();
         this.replica_id = rng.i32();
@@ -427,13 +427,13 @@ impl Random for FetchableTopicResponse {
         if version >= 13 {
             this.topic_id = rng.uuid();
         }
-        this.partitions = rng.vec(|rng| PartitionData::random(rng, version));
+        this.partitions = rng.vec(|rng| FetchResponsePartitionData::random(rng, version));
 
         this
     }
 }
 
-impl Random for PartitionData {
+impl Random for FetchResponsePartitionData {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
         this.partition_index = rng.i32();
@@ -1256,13 +1256,13 @@ impl Random for OffsetForLeaderEpochResponseEpochEndOffset {
 impl Random for DescribeProducersRequest {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
-        this.topics = rng.vec(|rng| TopicRequest::random(rng, version));
+        this.topics = rng.vec(|rng| DescribeProducersRequestTopicRequest::random(rng, version));
 
         this
     }
 }
 
-impl Random for TopicRequest {
+impl Random for DescribeProducersRequestTopicRequest {
     fn random(rng: &mut TestRng, _version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
@@ -2124,6 +2124,472 @@ impl Random for ConsumerGroupDescribeResponseTopicPartitions {
     }
 }
 
+impl Random for DescribeTopicPartitionsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.topics =
+            rng.vec(|rng| DescribeTopicPartitionsRequestTopicRequest::random(rng, version));
+        this.response_partition_limit = rng.i32();
+        this.cursor = rng.maybe(true, |rng| {
+            DescribeTopicPartitionsRequestCursor::random(rng, version)
+        });
+
+        this
+    }
+}
+
+impl Random for DescribeTopicPartitionsRequestTopicRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+
+        this
+    }
+}
+
+impl Random for DescribeTopicPartitionsRequestCursor {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic_name = rng.string();
+        this.partition_index = rng.i32();
+
+        this
+    }
+}
+
+impl Random for DescribeTopicPartitionsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.topics = rng.vec(|rng| DescribeTopicPartitionsResponseTopic::random(rng, version));
+        this.next_cursor = rng.maybe(true, |rng| {
+            DescribeTopicPartitionsResponseCursor::random(rng, version)
+        });
+
+        this
+    }
+}
+
+impl Random for DescribeTopicPartitionsResponseTopic {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.name = rng.maybe(true, |rng| rng.string());
+        this.topic_id = rng.uuid();
+        this.is_internal = rng.bool();
+        this.partitions =
+            rng.vec(|rng| DescribeTopicPartitionsResponsePartition::random(rng, version));
+        this.topic_authorized_operations = rng.i32();
+
+        this
+    }
+}
+
+impl Random for DescribeTopicPartitionsResponsePartition {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.partition_index = rng.i32();
+        this.leader_id = rng.i32();
+        this.leader_epoch = rng.i32();
+        this.replica_nodes = rng.long_vec(|rng| rng.i32());
+        this.isr_nodes = rng.long_vec(|rng| rng.i32());
+        this.eligible_leader_replicas = rng.maybe(true, |rng| rng.long_vec(|rng| rng.i32()));
+        this.last_known_elr = rng.maybe(true, |rng| rng.long_vec(|rng| rng.i32()));
+        this.offline_replicas = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for DescribeTopicPartitionsResponseCursor {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic_name = rng.string();
+        this.partition_index = rng.i32();
+
+        this
+    }
+}
+
+impl Random for ElectLeadersRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        if version >= 1 {
+            this.election_type = rng.i8();
+        }
+        this.topic_partitions = rng.maybe(true, |rng| {
+            rng.vec(|rng| ElectLeadersRequestTopicPartitions::random(rng, version))
+        });
+        this.timeout_ms = rng.i32();
+
+        this
+    }
+}
+
+impl Random for ElectLeadersRequestTopicPartitions {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic = rng.string();
+        this.partitions = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for ElectLeadersResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        if version >= 1 {
+            this.error_code = rng.i16();
+        }
+        this.replica_election_results = rng.vec(|rng| ReplicaElectionResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ReplicaElectionResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic = rng.string();
+        this.partition_result = rng.vec(|rng| PartitionResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for PartitionResult {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_id = rng.i32();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for AlterPartitionReassignmentsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.timeout_ms = rng.i32();
+        this.topics = rng.vec(|rng| ReassignableTopic::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ReassignableTopic {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.vec(|rng| ReassignablePartition::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ReassignablePartition {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.replicas = rng.maybe(true, |rng| rng.long_vec(|rng| rng.i32()));
+
+        this
+    }
+}
+
+impl Random for AlterPartitionReassignmentsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.responses = rng.vec(|rng| ReassignableTopicResponse::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ReassignableTopicResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.vec(|rng| ReassignablePartitionResponse::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ReassignablePartitionResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for ListPartitionReassignmentsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.timeout_ms = rng.i32();
+        this.topics = rng.maybe(true, |rng| {
+            rng.vec(|rng| ListPartitionReassignmentsTopics::random(rng, version))
+        });
+
+        this
+    }
+}
+
+impl Random for ListPartitionReassignmentsTopics {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partition_indexes = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for ListPartitionReassignmentsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.topics = rng.vec(|rng| OngoingTopicReassignment::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for OngoingTopicReassignment {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.vec(|rng| OngoingPartitionReassignment::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for OngoingPartitionReassignment {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.replicas = rng.long_vec(|rng| rng.i32());
+        this.adding_replicas = rng.long_vec(|rng| rng.i32());
+        this.removing_replicas = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for AlterReplicaLogDirsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.dirs = rng.vec(|rng| AlterReplicaLogDir::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterReplicaLogDir {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.path = rng.string();
+        this.topics = rng.vec(|rng| AlterReplicaLogDirTopic::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterReplicaLogDirTopic {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for AlterReplicaLogDirsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.results = rng.vec(|rng| AlterReplicaLogDirTopicResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterReplicaLogDirTopicResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic_name = rng.string();
+        this.partitions = rng.vec(|rng| AlterReplicaLogDirPartitionResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterReplicaLogDirPartitionResult {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.error_code = rng.i16();
+
+        this
+    }
+}
+
+impl Random for DescribeQuorumRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.topics = rng.vec(|rng| DescribeQuorumRequestTopicData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeQuorumRequestTopicData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic_name = rng.string();
+        this.partitions = rng.vec(|rng| DescribeQuorumRequestPartitionData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeQuorumRequestPartitionData {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+
+        this
+    }
+}
+
+impl Random for DescribeQuorumResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        if version == 2 {
+            this.error_message = rng.maybe(true, |rng| rng.string());
+        }
+        this.topics = rng.vec(|rng| DescribeQuorumResponseTopicData::random(rng, version));
+        if version == 2 {
+            this.nodes = rng.vec(|rng| Node::random(rng, version));
+        }
+
+        this
+    }
+}
+
+impl Random for DescribeQuorumResponseTopicData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic_name = rng.string();
+        this.partitions = rng.vec(|rng| DescribeQuorumResponsePartitionData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeQuorumResponsePartitionData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.error_code = rng.i16();
+        if version == 2 {
+            this.error_message = rng.maybe(true, |rng| rng.string());
+        }
+        this.leader_id = rng.i32();
+        this.leader_epoch = rng.i32();
+        this.high_watermark = rng.i64();
+        this.current_voters =
+            rng.vec(|rng| DescribeQuorumResponseReplicaState::random(rng, version));
+        this.observers = rng.vec(|rng| DescribeQuorumResponseReplicaState::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeQuorumResponseReplicaState {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.replica_id = rng.i32();
+        if version == 2 {
+            this.replica_directory_id = rng.uuid();
+        }
+        this.log_end_offset = rng.i64();
+        if version >= 1 {
+            this.last_fetch_timestamp = rng.i64();
+        }
+        if version >= 1 {
+            this.last_caught_up_timestamp = rng.i64();
+        }
+
+        this
+    }
+}
+
+impl Random for Node {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.node_id = rng.i32();
+        this.listeners = rng.vec(|rng| Listener::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for Listener {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.host = rng.string();
+        this.port = rng.u16();
+
+        this
+    }
+}
+
+impl Random for ListClientMetricsResourcesRequest {
+    fn random(_rng: &mut TestRng, _version: i16) -> Self {
+        let this = Self::default();
+
+        this
+    }
+}
+
+impl Random for ListClientMetricsResourcesResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.client_metrics_resources = rng.vec(|rng| ClientMetricsResource::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ClientMetricsResource {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+
+        this
+    }
+}
+
 impl Random for RequestHeader {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
@@ -2780,6 +3246,27 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
         ApiKey::ConsumerGroupDescribe => {
             RequestBody::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::random(rng, version))
         }
+        ApiKey::DescribeTopicPartitions => RequestBody::DescribeTopicPartitions(
+            DescribeTopicPartitionsRequest::random(rng, version),
+        ),
+        ApiKey::ElectLeaders => {
+            RequestBody::ElectLeaders(ElectLeadersRequest::random(rng, version))
+        }
+        ApiKey::AlterPartitionReassignments => RequestBody::AlterPartitionReassignments(
+            AlterPartitionReassignmentsRequest::random(rng, version),
+        ),
+        ApiKey::ListPartitionReassignments => RequestBody::ListPartitionReassignments(
+            ListPartitionReassignmentsRequest::random(rng, version),
+        ),
+        ApiKey::AlterReplicaLogDirs => {
+            RequestBody::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::random(rng, version))
+        }
+        ApiKey::DescribeQuorum => {
+            RequestBody::DescribeQuorum(DescribeQuorumRequest::random(rng, version))
+        }
+        ApiKey::ListClientMetricsResources => RequestBody::ListClientMetricsResources(
+            ListClientMetricsResourcesRequest::random(rng, version),
+        ),
     }
 }
 
@@ -2854,5 +3341,26 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
         ApiKey::ConsumerGroupDescribe => {
             ResponseBody::ConsumerGroupDescribe(ConsumerGroupDescribeResponse::random(rng, version))
         }
+        ApiKey::DescribeTopicPartitions => ResponseBody::DescribeTopicPartitions(
+            DescribeTopicPartitionsResponse::random(rng, version),
+        ),
+        ApiKey::ElectLeaders => {
+            ResponseBody::ElectLeaders(ElectLeadersResponse::random(rng, version))
+        }
+        ApiKey::AlterPartitionReassignments => ResponseBody::AlterPartitionReassignments(
+            AlterPartitionReassignmentsResponse::random(rng, version),
+        ),
+        ApiKey::ListPartitionReassignments => ResponseBody::ListPartitionReassignments(
+            ListPartitionReassignmentsResponse::random(rng, version),
+        ),
+        ApiKey::AlterReplicaLogDirs => {
+            ResponseBody::AlterReplicaLogDirs(AlterReplicaLogDirsResponse::random(rng, version))
+        }
+        ApiKey::DescribeQuorum => {
+            ResponseBody::DescribeQuorum(DescribeQuorumResponse::random(rng, version))
+        }
+        ApiKey::ListClientMetricsResources => ResponseBody::ListClientMetricsResources(
+            ListClientMetricsResourcesResponse::random(rng, version),
+        ),
     }
 }

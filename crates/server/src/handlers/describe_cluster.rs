@@ -20,7 +20,7 @@ const ENDPOINT_CONTROLLER: i8 = 2;
 const OPS_NOT_REQUESTED: i32 = i32::MIN;
 /// CLUSTER operations when no authorizer is configured: CREATE(5) ALTER(7) DESCRIBE(8)
 /// CLUSTER_ACTION(9) DESCRIBE_CONFIGS(10) ALTER_CONFIGS(11) IDEMPOTENT_WRITE(12).
-const ALL_CLUSTER_OPS: i32 =
+pub(crate) const ALL_CLUSTER_OPS: i32 =
     (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 pub fn handle(ctx: &RequestContext<'_>, req: DescribeClusterRequest) -> Reply {

@@ -33,8 +33,8 @@ use std::sync::Arc;
 
 use skiff_metadata::MetadataImage;
 use skiff_protocol::{
-    FetchRequest, FetchResponse, FetchableTopicResponse, FileRegion, PartitionData, Records,
-    ResponseBody,
+    FetchRequest, FetchResponse, FetchResponsePartitionData, FetchableTopicResponse, FileRegion,
+    Records, ResponseBody,
 };
 use skiff_storage::StorageError;
 use skiff_types::{ErrorCode, TopicPartition};
@@ -336,7 +336,7 @@ fn respond(
     drop(sessions);
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
     for r in results {
-        let partition = PartitionData {
+        let partition = FetchResponsePartitionData {
             partition_index: r.req.key.partition,
             error_code: r.error as i16,
             high_watermark: r.reported.high_watermark,
@@ -348,7 +348,7 @@ fn respond(
                 Some(region) => Records::File(region),
                 None => Records::default(),
             }),
-            ..PartitionData::default()
+            ..FetchResponsePartitionData::default()
         };
         let same_topic = topics
             .last()

@@ -10,6 +10,8 @@
 //! UNKNOWN_TOPIC_ID (v10+, by id). A null topic list (v1+) or an empty one at v0 means all.
 //! A partition whose log dir is offline (issue 12) is leaderless: LEADER_NOT_AVAILABLE, leader
 //! -1, this node listed in `offline_replicas` (what KRaft answers for a one-broker cluster).
+//! Authorized operations (topic v8+, cluster v8-10), when asked, are every operation of the
+//! resource type (no authorizer yet), else Kafka's "not requested" sentinel `i32::MIN`.
 
 use std::collections::BTreeMap;
 
@@ -28,7 +30,7 @@ use crate::broker::Broker;
 const OPS_NOT_REQUESTED: i32 = i32::MIN;
 /// Topic operations when no authorizer is configured: READ(3) WRITE(4) CREATE(5) DELETE(6)
 /// ALTER(7) DESCRIBE(8) DESCRIBE_CONFIGS(10) ALTER_CONFIGS(11).
-const ALL_TOPIC_OPS: i32 =
+pub(crate) const ALL_TOPIC_OPS: i32 =
     (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
 
 pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
@@ -81,6 +83,12 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
         cluster_id: Some(broker.cluster_id().to_string()),
         controller_id: node,
         topics,
+        // v8-10 (librdkafka's DescribeCluster is a Metadata v10 request).
+        cluster_authorized_operations: if v >= 8 && req.include_cluster_authorized_operations {
+            super::describe_cluster::ALL_CLUSTER_OPS
+        } else {
+            OPS_NOT_REQUESTED
+        },
         ..MetadataResponse::default()
     };
     Reply::Now(ResponseBody::Metadata(response))
@@ -150,7 +158,7 @@ fn topic_entry(broker: &Broker, info: &TopicInfo, ops: i32) -> MetadataResponseT
 /// issue 12: a partition whose log dir is offline has no leader, as KRaft's controller leaves
 /// it when the only replica's dir fails (`handleDirectoriesOffline`): LEADER_NOT_AVAILABLE,
 /// leader -1, this node in `offline_replicas`.
-fn partition_entry(
+pub(crate) fn partition_entry(
     index: i32,
     registration: Option<&PartitionInfo>,
     offline: bool,

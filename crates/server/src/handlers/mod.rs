@@ -19,6 +19,8 @@ use skiff_protocol::{ApiKey, RequestBody, ResponseBody};
 use crate::broker::Broker;
 
 pub mod alter_configs;
+pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
 pub mod api_versions;
 mod config_changes;
 pub mod create_partitions;
@@ -29,10 +31,15 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_quorum;
+pub mod describe_topic_partitions;
+pub mod elect_leaders;
 pub mod fetch;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod list_client_metrics_resources;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
@@ -129,6 +136,13 @@ pub const APIS: &[ApiKey] = &[
     ApiKey::OffsetDelete,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
+    ApiKey::DescribeTopicPartitions,
+    ApiKey::ElectLeaders,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::AlterReplicaLogDirs,
+    ApiKey::DescribeQuorum,
+    ApiKey::ListClientMetricsResources,
 ];
 
 /// Produce versions below this are advertised (librdkafka needs min 0 to enable compression,
@@ -184,6 +198,15 @@ pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
         RequestBody::OffsetDelete(r) => offset_delete::handle(ctx, r),
         RequestBody::ConsumerGroupHeartbeat(r) => consumer_group_heartbeat::handle(ctx, r),
         RequestBody::ConsumerGroupDescribe(r) => consumer_group_describe::handle(ctx, r),
+        RequestBody::DescribeTopicPartitions(r) => describe_topic_partitions::handle(ctx, r),
+        RequestBody::ElectLeaders(r) => elect_leaders::handle(ctx, r),
+        RequestBody::AlterPartitionReassignments(r) => {
+            alter_partition_reassignments::handle(ctx, r)
+        }
+        RequestBody::ListPartitionReassignments(r) => list_partition_reassignments::handle(ctx, r),
+        RequestBody::AlterReplicaLogDirs(r) => alter_replica_log_dirs::handle(ctx, r),
+        RequestBody::DescribeQuorum(r) => describe_quorum::handle(ctx, r),
+        RequestBody::ListClientMetricsResources(r) => list_client_metrics_resources::handle(ctx, r),
         // Every API the codec knows is served today; keep the arm for APIs added later.
         #[allow(unreachable_patterns)]
         other => Reply::Close(format!("{} is not served", other.api_key().name())),
@@ -233,6 +256,13 @@ mod tests {
                 (47, Some((0, 0))),
                 (68, Some((0, 1))),
                 (69, Some((0, 0))),
+                (75, Some((0, 0))),
+                (43, Some((0, 2))),
+                (45, Some((0, 0))),
+                (46, Some((0, 0))),
+                (34, Some((1, 2))),
+                (55, Some((0, 2))),
+                (74, Some((0, 0))),
             ]
         );
         assert!(!is_served(ApiKey::Produce, 2));

@@ -171,3 +171,23 @@ fn snapshot_of(tp: &TopicPartition, log: &skiff_storage::SharedLog) -> Partition
         quarantined_ranges: l.quarantined().len(),
     }
 }
+
+impl ReplicaManager {
+    /// AlterReplicaLogDirs of one partition: moves its log into log dir `path` (copy then
+    /// swap, see `skiff_storage::log_manager` moves), a no-op when it is already there.
+    /// Kafka's codes: `path` not in `log.dirs` -> LOG_DIR_NOT_FOUND; a dir offline ->
+    /// KAFKA_STORAGE_ERROR; a partition this broker does not host -> REPLICA_NOT_AVAILABLE.
+    /// Blocks for the copy: call it off the connection's reader.
+    pub fn alter_log_dir(&self, tp: &TopicPartition, path: &std::path::Path) -> ErrorCode {
+        let Some(dest) = self.logs.log_dir_index(path) else {
+            return ErrorCode::LogDirNotFound;
+        };
+        match self.logs.move_log(tp, dest) {
+            Ok(_) => ErrorCode::None,
+            Err(e) => {
+                tracing::warn!(%tp, dir = %path.display(), error = %e, "AlterReplicaLogDirs: the move failed");
+                e.error_code()
+            }
+        }
+    }
+}

@@ -173,7 +173,7 @@ pub fn fetch_request(topic: &str, offset: i64, max_wait_ms: i32, min_bytes: i32)
     }
 }
 
-pub fn fetched(resp: &ResponseBody) -> &PartitionData {
+pub fn fetched(resp: &ResponseBody) -> &FetchResponsePartitionData {
     match resp {
         ResponseBody::Fetch(r) => &r.responses[0].partitions[0],
         other => panic!("unexpected {other:?}"),
@@ -181,7 +181,7 @@ pub fn fetched(resp: &ResponseBody) -> &PartitionData {
 }
 
 /// (offset, value) of every record in a fetched records field.
-pub fn values(p: &PartitionData) -> Vec<(i64, String)> {
+pub fn values(p: &FetchResponsePartitionData) -> Vec<(i64, String)> {
     let bytes = p
         .records
         .as_ref()

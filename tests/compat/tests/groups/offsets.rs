@@ -72,3 +72,47 @@ fn confluent_kafka_commit_metadata_round_trips_across_a_restart() {
         "after the restart",
     );
 }
+
+/// Issue 15 item 5 (librdkafka test 0030): offsets for a topic the cluster does not have, or
+/// for a partition beyond a topic's count, are refused per partition with
+/// UNKNOWN_TOPIC_OR_PARTITION and not stored, as Kafka's KafkaApis does; the known partition
+/// in the same request is committed. Both OffsetCommit paths: a consumer's commit and
+/// AdminClient.alter_consumer_group_offsets.
+#[test]
+fn confluent_kafka_commit_for_unknown_topic_or_partition_is_refused_per_partition() {
+    let b = group_broker();
+    create_topic(&b, "known2", 2);
+    let p = json!({
+        "bootstrap": b.bootstrap(),
+        "group": "unknown-commit",
+        "offsets": [["no-such-topic", 0, 5], ["no-such-topic", 1, 6], ["known2", 1, 7], ["known2", 2, 8]],
+    });
+    let r = ck(Python::PyPi, "commit_unknown", &p);
+    let per_partition = json!([
+        ["no-such-topic", 0, "UNKNOWN_TOPIC_OR_PART"],
+        ["no-such-topic", 1, "UNKNOWN_TOPIC_OR_PART"],
+        ["known2", 1, null],
+        ["known2", 2, "UNKNOWN_TOPIC_OR_PART"]
+    ]);
+    // librdkafka's sync commit raises on the first partition error; either way no partition
+    // of the unknown topic may be answered NONE.
+    match &r["commit"] {
+        serde_json::Value::Array(_) => assert_eq!(r["commit"], per_partition, "{r}"),
+        e => assert_eq!(e["error"], json!("UNKNOWN_TOPIC_OR_PART"), "{r}"),
+    }
+    // Nothing stored for the refused partitions (-1001: librdkafka's "no committed offset").
+    assert_eq!(
+        r["committed"],
+        json!([
+            ["no-such-topic", 0, -1001],
+            ["no-such-topic", 1, -1001],
+            ["known2", 1, 7],
+            ["known2", 2, -1001]
+        ]),
+        "{r}"
+    );
+    match &r["alter"] {
+        serde_json::Value::Array(_) => assert_eq!(r["alter"], per_partition, "{r}"),
+        e => assert_eq!(e["error"], json!("UNKNOWN_TOPIC_OR_PART"), "{r}"),
+    }
+}

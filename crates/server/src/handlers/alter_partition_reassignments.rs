@@ -1,0 +1,99 @@
+//! AlterPartitionReassignments (45), v0: move partitions to new replica sets (KIP-455).
+//!
+//! Kafka's controller semantics (`ReplicationControlManager.alterPartitionReassignments`),
+//! per partition, with its messages: an unknown topic or partition is
+//! UNKNOWN_TOPIC_OR_PARTITION; a null replica list cancels, and with no reassignment in
+//! progress answers NO_REASSIGNMENT_IN_PROGRESS; a target list is checked as a manual
+//! assignment (not empty, every broker registered, none twice: INVALID_REPLICA_ASSIGNMENT).
+//! On a single node the only valid target is this node, which is the current replica set: the
+//! change is a no-op answered NONE, as Kafka answers a reassignment to the current replicas.
+//! The cluster issues turn a real target into adding / removing replicas via the controller.
+
+use std::collections::BTreeSet;
+
+use skiff_protocol::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+    ReassignablePartitionResponse, ReassignableTopicResponse, ResponseBody,
+};
+use skiff_types::ErrorCode;
+
+use super::{Reply, RequestContext};
+
+pub fn handle(ctx: &RequestContext<'_>, req: AlterPartitionReassignmentsRequest) -> Reply {
+    let broker = ctx.broker;
+    let image = broker.image();
+    let registered: BTreeSet<i32> = [broker.node_id()].into();
+    let responses = req
+        .topics
+        .iter()
+        .map(|t| ReassignableTopicResponse {
+            name: t.name.clone(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let partitions = image.topic(&t.name).map(|info| info.partitions);
+                    let outcome = match partitions {
+                        None => Err((
+                            ErrorCode::UnknownTopicOrPartition,
+                            format!("Unable to find a topic named {}.", t.name),
+                        )),
+                        Some(n) if !(0..n).contains(&p.partition_index) => Err((
+                            ErrorCode::UnknownTopicOrPartition,
+                            format!("Unable to find partition {}:{}.", t.name, p.partition_index),
+                        )),
+                        Some(_) => match &p.replicas {
+                            // No reassignment is ever in progress on one node.
+                            None => Err((
+                                ErrorCode::NoReassignmentInProgress,
+                                "No partition reassignment is in progress.".to_string(),
+                            )),
+                            Some(target) => check_assignment(target, &registered),
+                        },
+                    };
+                    let (code, message) = match outcome {
+                        Ok(()) => (ErrorCode::None, None),
+                        Err((code, message)) => (code, Some(message)),
+                    };
+                    ReassignablePartitionResponse {
+                        partition_index: p.partition_index,
+                        error_code: code as i16,
+                        error_message: message,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    Reply::Now(ResponseBody::AlterPartitionReassignments(
+        AlterPartitionReassignmentsResponse {
+            error_message: None,
+            responses,
+            ..AlterPartitionReassignmentsResponse::default()
+        },
+    ))
+}
+
+/// Kafka's `validateManualPartitionAssignment` (without a replication factor to match).
+fn check_assignment(target: &[i32], registered: &BTreeSet<i32>) -> Result<(), (ErrorCode, String)> {
+    let invalid = |m: String| Err((ErrorCode::InvalidReplicaAssignment, m));
+    if target.is_empty() {
+        return invalid("The manual partition assignment includes an empty replica list.".into());
+    }
+    let mut sorted = target.to_vec();
+    sorted.sort_unstable();
+    let mut previous = None;
+    for id in sorted {
+        if !registered.contains(&id) {
+            return invalid(format!(
+                "The manual partition assignment includes broker {id}, but no such broker is registered."
+            ));
+        }
+        if previous == Some(id) {
+            return invalid(format!(
+                "The manual partition assignment includes the broker {id} more than once."
+            ));
+        }
+        previous = Some(id);
+    }
+    Ok(())
+}
