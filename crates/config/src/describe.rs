@@ -21,6 +21,8 @@ pub enum ConfigSource {
     DynamicDefaultBrokerConfig = 3,
     StaticBrokerConfig = 4,
     DefaultConfig = 5,
+    /// A group's own config (ConfigResource GROUP).
+    GroupConfig = 8,
 }
 
 impl ConfigSource {

@@ -5,6 +5,7 @@
 //! merges them with precedence and validates every value, [`dynamic`] holds the runtime layers
 //! changed by AlterConfigs, and [`describe`] renders DescribeConfigs entries the way Kafka does.
 //! Topic overrides are validated here and turned into storage's [`skiff_storage::LogConfig`].
+//! [`group`] holds the per-group keys (ConfigResource GROUP) with their validation.
 //! [`security`] refuses configuration that demands protection Skiff does not implement yet
 //! (TLS/SASL listeners, an authorizer, ...), so nothing less safe than configured starts.
 //! Everything is plain data or pure functions; callers own the locking.
@@ -14,6 +15,7 @@ pub mod broker;
 pub mod describe;
 pub mod dynamic;
 pub mod error;
+pub mod group;
 pub mod keys;
 pub mod listeners;
 pub mod security;

@@ -36,7 +36,7 @@ pub use batch::{
     OffsetFetchGroupRequest, offset_fetch_error_group, offset_fetch_groups, offset_fetch_response,
 };
 pub use config::{ASSIGNOR_RANGE, ASSIGNOR_UNIFORM, GroupConfig};
-pub use consumer::TopicInfo;
+pub use consumer::{GroupOverrides, TopicInfo};
 pub use effects::{Effects, RequestContext, RequestToken, Response};
 pub use error::GroupError;
 pub use offsets::OffsetAndMetadata;

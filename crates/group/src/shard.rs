@@ -28,7 +28,7 @@ use uuid::Uuid;
 use crate::classic::group::{ClassicGroup, ClassicGroupState};
 use crate::config::GroupConfig;
 use crate::consumer::ConsumerGroup;
-use crate::consumer::TopicInfo;
+use crate::consumer::{GroupOverrides, TopicInfo};
 use crate::effects::{Effects, RequestToken, Response};
 use crate::error::GroupError;
 use crate::offsets::OffsetStore;
@@ -61,6 +61,8 @@ pub struct GroupCoordinatorShard {
     pub(crate) offsets: OffsetStore,
     /// Cluster topics by name, as last given to [`GroupCoordinatorShard::set_topics`].
     pub(crate) topics: BTreeMap<String, TopicInfo>,
+    /// Per-group configs, as last given to [`GroupCoordinatorShard::set_group_overrides`].
+    pub(crate) group_overrides: BTreeMap<String, GroupOverrides>,
     pub(crate) core: Core,
 }
 
@@ -192,6 +194,7 @@ impl GroupCoordinatorShard {
             groups: BTreeMap::new(),
             offsets: OffsetStore::default(),
             topics: BTreeMap::new(),
+            group_overrides: BTreeMap::new(),
             core: Core {
                 config,
                 timers: Timers::default(),

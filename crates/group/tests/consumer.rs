@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::kip848::*;
-use skiff_group::{GroupConfig, Response};
+use skiff_group::{GroupConfig, GroupOverrides, Response};
 use skiff_protocol::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ListGroupsRequest,
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -547,4 +547,50 @@ fn a_classic_join_takes_over_an_empty_consumer_group() {
     assert_eq!(h.shard.group_summary(GROUP).unwrap().group_type, "classic");
     h.restart();
     assert_eq!(h.shard.group_summary(GROUP).unwrap().group_type, "classic");
+}
+
+#[test]
+fn group_configs_set_the_session_timeout_and_heartbeat_interval_of_one_group() {
+    let mut h = H::new(GroupConfig::default());
+    let a = join_client(&mut h, "a", &["t"]);
+    let r = h.hb(&beat(&a.id, a.epoch, &a.owned));
+    assert_eq!(r.heartbeat_interval_ms, 5_000, "the broker's default");
+    // The group gets its own configs (another group's are no business of this one).
+    h.shard.set_group_overrides([
+        (
+            GROUP.to_string(),
+            GroupOverrides {
+                consumer_session_timeout_ms: Some(50_000),
+                consumer_heartbeat_interval_ms: Some(6_000),
+            },
+        ),
+        (
+            "other".to_string(),
+            GroupOverrides {
+                consumer_session_timeout_ms: Some(46_000),
+                consumer_heartbeat_interval_ms: Some(7_000),
+            },
+        ),
+    ]);
+    let r = h.hb(&beat(&a.id, a.epoch, &a.owned));
+    assert_eq!(r.heartbeat_interval_ms, 6_000);
+    // The session armed by that heartbeat is 50 s, not 45 s.
+    h.advance(47_000);
+    assert_eq!(
+        h.shard.group_summary(GROUP).unwrap().members,
+        vec!["a".to_string()],
+        "still a member after 47 s"
+    );
+    h.advance(3_001);
+    assert!(
+        h.shard
+            .group_summary(GROUP)
+            .is_none_or(|g| g.members.is_empty()),
+        "fenced after 50 s"
+    );
+    // Removing the configs brings the broker's values back.
+    h.shard.set_group_overrides([]);
+    let b = join_client(&mut h, "b", &["t"]);
+    let r = h.hb(&beat(&b.id, b.epoch, &b.owned));
+    assert_eq!(r.heartbeat_interval_ms, 5_000);
 }

@@ -25,7 +25,9 @@ use skiff_protocol::{
 use uuid::Uuid;
 
 use crate::frame::Record;
-use crate::image::{BrokerEndpoint, MetadataImage, RESOURCE_BROKER, RESOURCE_TOPIC, TopicInfo};
+use crate::image::{
+    BrokerEndpoint, MetadataImage, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, TopicInfo,
+};
 use crate::{MetadataError, validate_topic_name};
 
 /// Producer ids are handed out from blocks of this size recorded in the log.
@@ -56,6 +58,11 @@ pub enum Request {
     /// Replaces one dynamic broker config layer ("" = cluster default, else a node id).
     SetBrokerConfigs {
         resource_name: String,
+        configs: BTreeMap<String, String>,
+    },
+    /// Replaces one group's configs (all of its keys).
+    SetGroupConfigs {
+        group_id: String,
         configs: BTreeMap<String, String>,
     },
     /// Replaces a topic's config overrides.
@@ -123,6 +130,12 @@ pub fn handle(
             let empty = BTreeMap::new();
             let current = image.broker_configs.get(resource_name).unwrap_or(&empty);
             let records = config_diff(RESOURCE_BROKER, resource_name, current, configs);
+            Ok((records, Response::Done))
+        }
+        Request::SetGroupConfigs { group_id, configs } => {
+            let empty = BTreeMap::new();
+            let current = image.group_configs.get(group_id).unwrap_or(&empty);
+            let records = config_diff(RESOURCE_GROUP, group_id, current, configs);
             Ok((records, Response::Done))
         }
         Request::SetTopicConfigs { name, configs } => {

@@ -35,6 +35,8 @@ pub type TopicId = [u8; 16];
 pub(crate) const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's ConfigResource type for brokers (name "" = the cluster-wide default).
 pub(crate) const RESOURCE_BROKER: i8 = 4;
+/// Kafka's ConfigResource type for groups (KIP-848 group configs).
+pub(crate) const RESOURCE_GROUP: i8 = 32;
 
 /// `PartitionChangeRecord.leader`: the leader did not change.
 pub const NO_LEADER_CHANGE: i32 = -2;
@@ -102,6 +104,10 @@ pub struct MetadataImage {
     /// Dynamic broker configs by resource name: "" is the cluster-wide default, a node id
     /// (decimal) one broker's own layer. Only keys set explicitly.
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Per-group configs (KIP-848 `consumer.session.timeout.ms` and the others of Kafka's
+    /// `GroupConfig`) by group id. Only keys set explicitly; a group may have configs before
+    /// it exists, as in Kafka.
+    pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// The image after `records` (committed, in log order) on top of `image`.
@@ -237,11 +243,13 @@ impl MetadataImage {
     }
 
     fn apply_config(&mut self, r: &ConfigRecord) {
-        if r.resource_type == RESOURCE_BROKER {
-            let layer = self
-                .broker_configs
-                .entry(r.resource_name.clone())
-                .or_default();
+        let layers = match r.resource_type {
+            RESOURCE_BROKER => Some(&mut self.broker_configs),
+            RESOURCE_GROUP => Some(&mut self.group_configs),
+            _ => None,
+        };
+        if let Some(layers) = layers {
+            let layer = layers.entry(r.resource_name.clone()).or_default();
             match &r.value {
                 Some(v) => {
                     layer.insert(r.name.clone(), v.clone());
@@ -251,7 +259,7 @@ impl MetadataImage {
                 }
             }
             if layer.is_empty() {
-                self.broker_configs.remove(&r.resource_name);
+                layers.remove(&r.resource_name);
             }
             return;
         }

@@ -175,6 +175,20 @@ impl MetadataStore {
         self.submit(&mut w, &request).map(drop)
     }
 
+    /// Replaces one group's configs with `configs` (keys not in it are removed).
+    pub fn set_group_configs(
+        &self,
+        group_id: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), MetadataError> {
+        let mut w = self.writer.lock();
+        let request = Request::SetGroupConfigs {
+            group_id: group_id.to_string(),
+            configs,
+        };
+        self.submit(&mut w, &request).map(drop)
+    }
+
     /// Replaces a topic's config overrides with `configs`.
     pub fn set_topic_configs(
         &self,

@@ -73,6 +73,18 @@ fn broker_config_layers_survive_reopen() {
         // Topic configs with the same resource name are a different resource.
         s.create_topic("t", 1, map(&[("retention.ms", "7")]))
             .unwrap();
+        // So are group configs, even for a group named like the broker.
+        s.set_group_configs("1", map(&[("consumer.session.timeout.ms", "50000")]))
+            .unwrap();
+        s.set_group_configs(
+            "g",
+            map(&[("consumer.heartbeat.interval.ms", "6000"), ("x", "1")]),
+        )
+        .unwrap();
+        s.set_group_configs("g", map(&[("consumer.heartbeat.interval.ms", "7000")]))
+            .unwrap();
+        s.set_group_configs("gone", map(&[("x", "1")])).unwrap();
+        s.set_group_configs("gone", BTreeMap::new()).unwrap();
     }
     let s = MetadataStore::open(&p, 1, skiff_types::Clock::manual(1_700_000_000_000)).unwrap();
     let img = s.image();
@@ -83,6 +95,19 @@ fn broker_config_layers_survive_reopen() {
     assert_eq!(
         img.topic("t").unwrap().configs,
         map(&[("retention.ms", "7")])
+    );
+    assert_eq!(
+        img.group_configs,
+        BTreeMap::from([
+            (
+                "1".to_string(),
+                map(&[("consumer.session.timeout.ms", "50000")])
+            ),
+            (
+                "g".to_string(),
+                map(&[("consumer.heartbeat.interval.ms", "7000")])
+            ),
+        ])
     );
 }
 

@@ -1,6 +1,6 @@
 """confluent-kafka (PyPI, pinned in compat/requirements.txt) AdminClient commands for the admin
 compatibility tests: describe (every config of TOPIC/BROKER resources with source, flags and
-synonyms), alter (legacy AlterConfigs), incremental (IncrementalAlterConfigs), create_topic,
+synonyms; GROUP resources too), alter (legacy AlterConfigs), incremental (IncrementalAlterConfigs), create_topic,
 create_partitions, delete_records, describe_cluster, partitions (metadata partition count) and
 list_offsets (earliest/latest per partition).
 
@@ -30,7 +30,11 @@ def admin(p):
 
 
 def restype(name):
-    return {"topic": ConfigResource.Type.TOPIC, "broker": ConfigResource.Type.BROKER}[name]
+    return {
+        "topic": ConfigResource.Type.TOPIC,
+        "broker": ConfigResource.Type.BROKER,
+        "group": ConfigResource.Type.GROUP,
+    }[name]
 
 
 def failure(e):
@@ -64,7 +68,7 @@ def entry_json(e):
 
 
 def describe(p):
-    """p.type ("topic" | "broker"), p.name -> {"configs": {name: entry}} or a failure."""
+    """p.type ("topic" | "broker" | "group"), p.name -> {"configs": {name: entry}} or a failure."""
     a = admin(p)
     res = ConfigResource(restype(p["type"]), p["name"])
     try:

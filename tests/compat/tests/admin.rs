@@ -622,3 +622,121 @@ fn admin_empty_cleanup_policy_is_accepted_everywhere() {
     );
     assert_eq!(r["error"], json!("INVALID_CONFIG"), "{r}");
 }
+
+/// Per-group configs (ConfigResource GROUP, issue 15 item 3) through confluent-kafka's admin
+/// client: every key described (DEFAULT_CONFIG with the broker's value until set), SET and
+/// DELETE stored as GROUP_CONFIG, Kafka's refusals (bounds from the broker's
+/// `group.consumer.min/max.*`, unknown keys, APPEND), and the configs survive a restart. The
+/// coordinator using them is tested in groups/members.rs.
+#[test]
+fn admin_group_configs_are_described_bounded_and_persisted() {
+    let mut b = Broker::start_with(&[("group.consumer.heartbeat.interval.ms", "6000")]);
+    let describe = |b: &Broker, group: &str| {
+        let d = ck(
+            "describe",
+            json!({"bootstrap": b.bootstrap(), "type": "group", "name": group}),
+        );
+        assert_eq!(d["error"], Value::Null, "{d}");
+        d["configs"].clone()
+    };
+    let alter = |b: &Broker, ops: Value| {
+        ck(
+            "incremental",
+            json!({"bootstrap": b.bootstrap(), "type": "group", "name": "g-cfg", "ops": ops}),
+        )
+    };
+    let d = describe(&b, "g-cfg");
+    let names: Vec<&String> = d.as_object().unwrap().keys().collect();
+    assert_eq!(
+        names,
+        [
+            "consumer.heartbeat.interval.ms",
+            "consumer.session.timeout.ms",
+            "share.auto.offset.reset",
+            "share.heartbeat.interval.ms",
+            "share.isolation.level",
+            "share.record.lock.duration.ms",
+            "share.session.timeout.ms",
+            "streams.heartbeat.interval.ms",
+            "streams.num.standby.replicas",
+            "streams.session.timeout.ms",
+        ]
+    );
+    let hb = &d["consumer.heartbeat.interval.ms"];
+    assert_eq!(
+        (&hb["value"], &hb["source"]),
+        (&json!("6000"), &json!("DEFAULT_CONFIG")),
+        "the broker's value is the default: {hb}"
+    );
+    let r = alter(
+        &b,
+        json!([
+            ["consumer.session.timeout.ms", "SET", "50000"],
+            ["share.auto.offset.reset", "SET", "by_duration:PT1H"]
+        ]),
+    );
+    assert_eq!(r["error"], Value::Null, "{r}");
+    // Refusals, each with Kafka's code and message; nothing of a refused request is stored.
+    for (ops, code, message) in [
+        (
+            json!([["consumer.session.timeout.ms", "SET", "70000"]]),
+            "INVALID_CONFIG",
+            "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms",
+        ),
+        (
+            json!([["nosuch.key", "SET", "1"]]),
+            "INVALID_CONFIG",
+            "Unknown group config name: nosuch.key",
+        ),
+        (
+            json!([["consumer.session.timeout.ms", "APPEND", "1"]]),
+            "INVALID_CONFIG",
+            "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST.",
+        ),
+        (
+            json!([["share.isolation.level", "SET", "bogus"]]),
+            "INVALID_CONFIG",
+            "Invalid value bogus for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted",
+        ),
+    ] {
+        let r = alter(&b, ops.clone());
+        assert_eq!(r["error"], json!(code), "{ops}: {r}");
+        assert_eq!(r["message"], json!(message), "{ops}: {r}");
+    }
+    let check = |b: &Broker, when: &str| {
+        let d = describe(b, "g-cfg");
+        let s = &d["consumer.session.timeout.ms"];
+        assert_eq!(
+            (&s["value"], &s["source"]),
+            (&json!("50000"), &json!("GROUP_CONFIG")),
+            "{when}: {s}"
+        );
+        assert_eq!(
+            d["share.auto.offset.reset"]["value"],
+            json!("by_duration:PT1H")
+        );
+        assert_eq!(
+            d["share.isolation.level"]["source"],
+            json!("DEFAULT_CONFIG")
+        );
+        // Another group is untouched.
+        let other = describe(b, "g-other");
+        assert_eq!(
+            other["consumer.session.timeout.ms"]["source"],
+            json!("DEFAULT_CONFIG")
+        );
+    };
+    check(&b, "after SET");
+    b.restart();
+    check(&b, "after a restart");
+    let r = alter(&b, json!([["share.auto.offset.reset", "DELETE", null]]));
+    assert_eq!(r["error"], Value::Null, "{r}");
+    let d = describe(&b, "g-cfg");
+    assert_eq!(
+        (
+            &d["share.auto.offset.reset"]["value"],
+            &d["share.auto.offset.reset"]["source"]
+        ),
+        (&json!("latest"), &json!("DEFAULT_CONFIG"))
+    );
+}

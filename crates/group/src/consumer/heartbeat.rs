@@ -277,7 +277,7 @@ impl GroupCoordinatorShard {
 
         // 3. Reconcile the member towards its target.
         self.reconcile(&group_id, &member_id, req.topic_partitions.as_deref())?;
-        let session = i64::from(self.core.config.consumer_session_timeout_ms);
+        let session = i64::from(self.consumer_session_timeout_ms(&group_id));
         self.core.schedule(
             TimerKey::ConsumerSession {
                 group: group_id.clone(),
@@ -299,7 +299,7 @@ impl GroupCoordinatorShard {
         Ok(ConsumerGroupHeartbeatResponse {
             member_id: Some(member_id.clone()),
             member_epoch: m.member_epoch,
-            heartbeat_interval_ms: self.core.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms: self.consumer_heartbeat_interval_ms(&group_id),
             assignment: (full || changed).then(|| response_assignment(&m.assigned)),
             ..Default::default()
         })

@@ -29,6 +29,17 @@ use crate::records::CoordinatorRecord;
 use crate::shard::{Group, GroupCoordinatorShard};
 use crate::timer::{TimerKey, TimerTask};
 
+/// A group's own configs (Kafka's `GroupConfig`, IncrementalAlterConfigs on a GROUP
+/// resource) where they replace the broker-wide `group.consumer.*` values. Validated against
+/// the broker's bounds by the caller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupOverrides {
+    /// `consumer.session.timeout.ms`: used for the session timer armed by each heartbeat.
+    pub consumer_session_timeout_ms: Option<i32>,
+    /// `consumer.heartbeat.interval.ms`: the interval each heartbeat response tells.
+    pub consumer_heartbeat_interval_ms: Option<i32>,
+}
+
 /// OffsetCommit v9+ is required of KIP-848 members.
 const COMMIT_MEMBER_EPOCH_MIN_VERSION: i16 = 9;
 
@@ -78,6 +89,31 @@ impl GroupCoordinatorShard {
     /// next heartbeat.
     pub fn set_topics(&mut self, topics: impl IntoIterator<Item = TopicInfo>) {
         self.topics = topics.into_iter().map(|t| (t.name.clone(), t)).collect();
+    }
+
+    /// Replaces the per-group configs (every group with any; groups not named use the
+    /// broker's values). Takes effect from each member's next heartbeat, as in Kafka.
+    pub fn set_group_overrides(
+        &mut self,
+        overrides: impl IntoIterator<Item = (String, GroupOverrides)>,
+    ) {
+        self.group_overrides = overrides.into_iter().collect();
+    }
+
+    /// The session timeout of a KIP-848 group's members.
+    pub(crate) fn consumer_session_timeout_ms(&self, group_id: &str) -> i32 {
+        self.group_overrides
+            .get(group_id)
+            .and_then(|o| o.consumer_session_timeout_ms)
+            .unwrap_or(self.core.config.consumer_session_timeout_ms)
+    }
+
+    /// The heartbeat interval of a KIP-848 group's members.
+    pub(crate) fn consumer_heartbeat_interval_ms(&self, group_id: &str) -> i32 {
+        self.group_overrides
+            .get(group_id)
+            .and_then(|o| o.consumer_heartbeat_interval_ms)
+            .unwrap_or(self.core.config.consumer_heartbeat_interval_ms)
     }
 
     /// ConsumerGroupDescribe's answer for one group (GROUP_ID_NOT_FOUND for unknown groups and
@@ -166,8 +202,8 @@ impl GroupCoordinatorShard {
                 ));
             }
         }
-        let session = i64::from(self.core.config.consumer_session_timeout_ms);
         for (group, member, state, epoch, rebalance_ms) in timers {
+            let session = i64::from(self.consumer_session_timeout_ms(&group));
             self.core.schedule(
                 TimerKey::ConsumerSession {
                     group: group.clone(),

@@ -36,7 +36,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use skiff_group::{
-    Effects, GroupCoordinatorShard, RequestContext, RequestToken, Response, TopicInfo,
+    Effects, GroupCoordinatorShard, GroupOverrides, RequestContext, RequestToken, Response,
+    TopicInfo,
 };
 use skiff_metadata::MetadataImage;
 use skiff_protocol::ResponseBody;
@@ -479,8 +480,9 @@ fn fail_pending(st: &mut SlotState, code: ErrorCode) {
     }
 }
 
-/// Gives the shard the cluster's topics if metadata changed since it last saw them (KIP-848
-/// assignments need topic ids and partition counts; internal topics are left out).
+/// Gives the shard the cluster's topics and the groups' own configs if metadata changed since
+/// it last saw them (KIP-848 assignments need topic ids and partition counts; internal topics
+/// are left out; group configs set session timeouts and heartbeat intervals).
 fn refresh_topics(
     shard: &mut GroupCoordinatorShard,
     seen: &mut Option<Arc<MetadataImage>>,
@@ -501,7 +503,22 @@ fn refresh_topics(
                 partitions: t.partitions,
             }),
     );
+    shard.set_group_overrides(
+        image
+            .group_configs
+            .iter()
+            .map(|(group, set)| (group.clone(), group_overrides(set))),
+    );
     *seen = Some(image);
+}
+
+/// The configs of one group the coordinator acts on (values were validated when set).
+fn group_overrides(set: &std::collections::BTreeMap<String, String>) -> GroupOverrides {
+    let int = |k: &str| set.get(k).and_then(|v| v.trim().parse::<i32>().ok());
+    GroupOverrides {
+        consumer_session_timeout_ms: int("consumer.session.timeout.ms"),
+        consumer_heartbeat_interval_ms: int("consumer.heartbeat.interval.ms"),
+    }
 }
 
 /// Turns a call's outcome into a handler reply: `on_error` shapes a whole-request error for

@@ -196,6 +196,10 @@ async fn a_loading_partition_answers_coordinator_load_in_progress() {
     let (a, b) = (group_on(0), group_on(1));
     {
         let broker = open_broker(dir.path());
+        // Commits are only taken for partitions that exist (Kafka's OffsetCommit check).
+        broker
+            .create_topic("t", 1, std::collections::BTreeMap::new())
+            .unwrap();
         assert_eq!(commit(&broker, &a, 5), 0);
         assert_eq!(commit(&broker, &b, 6), 0);
     }

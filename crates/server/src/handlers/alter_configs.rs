@@ -16,9 +16,9 @@ use skiff_protocol::{
 use skiff_types::ErrorCode;
 
 use super::config_changes::{
-    RESOURCE_BROKER, RESOURCE_TOPIC, alter_guard, apply_broker, apply_topic, broker_layer,
-    broker_target, check_keys, check_topic_name, duplicate_resource_error, duplicate_resources,
-    require_live,
+    RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, alter_guard, apply_broker, apply_group,
+    apply_topic, broker_layer, broker_target, check_group_name, check_keys, check_topic_name,
+    duplicate_resource_error, duplicate_resources, require_live,
 };
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
@@ -100,6 +100,11 @@ fn alter_one(
                     .map(|k| (k.clone(), None)),
             );
             apply_broker(broker, live, &target, set, &changed, validate_only)
+        }
+        RESOURCE_GROUP => {
+            check_group_name(&r.resource_name)?;
+            let _guard = alter_guard(broker);
+            apply_group(broker, &r.resource_name, set, validate_only)
         }
         other => Err(TopicError::new(
             ErrorCode::InvalidRequest,

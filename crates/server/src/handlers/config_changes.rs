@@ -18,14 +18,19 @@
 //!    the new [`crate::live_config::LiveConfig`] snapshot and update every live log whose
 //!    effective settings derive from broker defaults.
 //!
+//! GROUP resources (32) are a group's own configs (`skiff_config::group`): validated as a
+//! complete set against the broker's bounds, then written to the metadata log; no name check
+//! beyond "not empty" and no existence check (Kafka stores configs of groups to come).
+//!
 //! Thread-safety: one writer at a time (the live config's alter lock, or a process-wide lock
 //! for brokers without a live config), held from reading the current set to applying the new
 //! one, so concurrent alters never lose each other's keys.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use parking_lot::MutexGuard;
-use skiff_config::{AlterTarget, ConfigError, validate_alter_all};
+use skiff_config::{AlterTarget, BrokerConfig, ConfigError, validate_alter_all};
 use skiff_metadata::TopicInfo;
 use skiff_types::ErrorCode;
 
@@ -35,6 +40,7 @@ use crate::live_config::{CLUSTER_DEFAULT_RESOURCE, LiveConfig};
 /// Kafka's `ConfigResource.Type` ids.
 pub(crate) const RESOURCE_TOPIC: i8 = 2;
 pub(crate) const RESOURCE_BROKER: i8 = 4;
+pub(crate) const RESOURCE_GROUP: i8 = 32;
 
 /// Holds off other config changes while alive.
 pub(crate) fn alter_guard(broker: &Broker) -> MutexGuard<'_, ()> {
@@ -139,6 +145,59 @@ pub(crate) fn topic_overrides(broker: &Broker, name: &str) -> BTreeMap<String, S
         .topic(name)
         .map(|t| t.configs.clone())
         .unwrap_or_default()
+}
+
+/// A group resource name that may be altered (Kafka's `validateGroupName`).
+pub(crate) fn check_group_name(name: &str) -> Result<(), TopicError> {
+    if name.is_empty() {
+        return Err(TopicError::new(
+            ErrorCode::InvalidRequest,
+            "Default group resources are not allowed.",
+        ));
+    }
+    Ok(())
+}
+
+/// A group's current configs (empty when it has none).
+pub(crate) fn group_configs(broker: &Broker, group_id: &str) -> BTreeMap<String, String> {
+    broker
+        .image()
+        .group_configs
+        .get(group_id)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The broker configuration group configs are bounded by and default to.
+pub(crate) fn broker_config_for_groups(broker: &Broker) -> Result<Arc<BrokerConfig>, TopicError> {
+    match broker.topic_configs.live() {
+        Some(live) => Ok(live.current()),
+        None => BrokerConfig::defaults()
+            .map(Arc::new)
+            .map_err(|e| config_error(&e)),
+    }
+}
+
+/// Validates a group's complete new config set and, unless `validate_only`, persists it; the
+/// group coordinator picks it up from the metadata image on its next call for the group.
+pub(crate) fn apply_group(
+    broker: &Broker,
+    group_id: &str,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), TopicError> {
+    let cfg = broker_config_for_groups(broker)?;
+    let configs = skiff_config::group::validate_group_configs(&cfg, &configs)
+        .map_err(|e| TopicError::new(ErrorCode::InvalidConfig, e.to_string()))?;
+    if validate_only {
+        return Ok(());
+    }
+    broker
+        .metadata
+        .set_group_configs(group_id, configs)
+        .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
+    tracing::info!(group = group_id, "group configs changed");
+    Ok(())
 }
 
 /// The live configuration, required for broker resources.

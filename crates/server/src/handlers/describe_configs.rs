@@ -7,8 +7,11 @@
 //! - BROKER (4) named with this node's id: every broker key; named "": the cluster-wide
 //!   dynamic default layer (only the keys set there). Another id, or a name that is not a
 //!   number -> INVALID_REQUEST with Kafka's message.
-//! - anything else (BROKER_LOGGER, CLIENT_METRICS, GROUP, unknown) -> INVALID_REQUEST for that
-//!   resource: Skiff has no runtime loggers, metrics subscriptions or group configs yet.
+//! - GROUP (32): every group config key (`skiff_config::group`), set ones as GROUP_CONFIG,
+//!   the others DEFAULT_CONFIG with the broker's value; any group id, existing or not, as
+//!   Kafka; "" -> INVALID_REQUEST "Group name must not be empty".
+//! - anything else (BROKER_LOGGER, CLIENT_METRICS, unknown) -> INVALID_REQUEST for that
+//!   resource: Skiff has no runtime loggers or metrics subscriptions yet.
 //!
 //! `configuration_keys` null or empty means every key. Synonyms are returned only when asked
 //! (v1+), documentation only when asked (v3+); `config_type` is filled for v3+. Sensitive
@@ -23,7 +26,10 @@ use skiff_protocol::{
 };
 use skiff_types::ErrorCode;
 
-use super::config_changes::{RESOURCE_BROKER, RESOURCE_TOPIC, broker_target};
+use super::config_changes::{
+    RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, broker_config_for_groups, broker_target,
+    group_configs,
+};
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
 use crate::settings::TopicConfigEntry;
@@ -120,10 +126,24 @@ fn describe_one(
                 _ => render(cfg.describe_broker(), detail),
             })
         }
+        RESOURCE_GROUP => {
+            if r.resource_name.is_empty() {
+                return Err(TopicError::new(
+                    ErrorCode::InvalidRequest,
+                    "Group name must not be empty",
+                ));
+            }
+            let cfg = broker_config_for_groups(broker)?;
+            let set = group_configs(broker, &r.resource_name);
+            Ok(render(
+                skiff_config::group::describe_group(&cfg, &set),
+                detail,
+            ))
+        }
         other => Err(TopicError::new(
             ErrorCode::InvalidRequest,
             format!(
-                "Unsupported resource type {other}: Skiff describes TOPIC (2) and BROKER (4) configs"
+                "Unsupported resource type {other}: Skiff describes TOPIC (2), BROKER (4) and GROUP (32) configs"
             ),
         )),
     }

@@ -7,7 +7,8 @@
 //! the key's Kafka default. APPEND/SUBTRACT on a key that is not a LIST -> INVALID_CONFIG with
 //! Kafka's message ("Can't APPEND to key K because its type is not LIST." for topics, "Config
 //! value append is not allowed for config key: K" for brokers); an unknown operation id ->
-//! INVALID_REQUEST; a null value on anything but DELETE -> INVALID_REQUEST. The resulting set
+//! INVALID_REQUEST; a null value on anything but DELETE -> INVALID_REQUEST. GROUP resources
+//! (32) take SET and DELETE (no group key is a LIST). The resulting set
 //! then goes through the shared validation, persistence and effect of
 //! [`super::config_changes`]; `validate_only` changes nothing. Resources are independent.
 
@@ -22,9 +23,10 @@ use skiff_protocol::{
 use skiff_types::ErrorCode;
 
 use super::config_changes::{
-    Op, RESOURCE_BROKER, RESOURCE_TOPIC, alter_guard, apply_broker, apply_topic, broker_layer,
-    broker_target, check_keys, check_topic_name, config_error, duplicate_resource_error,
-    duplicate_resources, list_op, require_live, topic_overrides,
+    Op, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, alter_guard, apply_broker, apply_group,
+    apply_topic, broker_layer, broker_target, check_group_name, check_keys, check_topic_name,
+    config_error, duplicate_resource_error, duplicate_resources, group_configs, list_op,
+    require_live, topic_overrides,
 };
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
@@ -132,11 +134,44 @@ fn alter_one(
             }
             apply_broker(broker, live, &target, set, &changed, validate_only)
         }
+        RESOURCE_GROUP => {
+            check_group_name(&r.resource_name)?;
+            let _guard = alter_guard(broker);
+            let mut set = group_configs(broker, &r.resource_name);
+            for o in &ops {
+                apply_group_op(&mut set, o)?;
+            }
+            apply_group(broker, &r.resource_name, set, validate_only)
+        }
         other => Err(TopicError::new(
             ErrorCode::InvalidRequest,
             format!("Unknown resource type {other}"),
         )),
     }
+}
+
+/// SET / DELETE on a group key; no group key is a LIST, so APPEND / SUBTRACT are refused
+/// with Kafka's message.
+fn apply_group_op(set: &mut BTreeMap<String, String>, o: &KeyOp<'_>) -> Result<(), TopicError> {
+    match o.op {
+        Op::Set => {
+            set.insert(o.name.to_string(), o.value.unwrap_or_default().to_string());
+        }
+        Op::Delete => {
+            set.remove(o.name);
+        }
+        Op::Append | Op::Subtract => {
+            return Err(TopicError::new(
+                ErrorCode::InvalidConfig,
+                format!(
+                    "Can't {} to key {} because its type is not LIST.",
+                    o.op.kafka_name(),
+                    o.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn apply_topic_op(set: &mut BTreeMap<String, String>, o: &KeyOp<'_>) -> Result<(), TopicError> {

@@ -9,9 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
-use skiff_compat::Python;
+use skiff_compat::{Python, python};
 
-use crate::{SESSION_MS, by_partition, ck, create_topic, group_broker, kp};
+use crate::{SESSION_MS, by_partition, ck, create_topic, group_broker, group_broker_with, kp};
 
 const PARTITIONS: i32 = 6;
 const PER_PHASE: i64 = 60;
@@ -185,6 +185,36 @@ fn a_crashed_member_s_partitions_move_when_its_session_expires() {
         "partitions moved {moved} ms after the crash (session timeout {SESSION_MS} ms)"
     );
     check_delivery(&result, "crash", 2);
+}
+
+/// A group's own `consumer.session.timeout.ms` (GROUP config, issue 15 item 3) is the session
+/// the coordinator fences KIP-848 members by: the broker's is 40 s, the group's 6 s, and a
+/// crashed member's partitions move after about 6 s (the scenario gives up after 25 s).
+#[test]
+fn a_kip848_group_s_own_session_timeout_fences_a_crashed_member() {
+    let b = group_broker_with(&[("group.consumer.session.timeout.ms", "40000")]);
+    create_topic(&b, "members", PARTITIONS);
+    let r = python(
+        Python::PyPi,
+        "admin_ck.py",
+        "incremental",
+        &json!({"bootstrap": b.bootstrap(), "type": "group", "name": "crash848",
+                "ops": [["consumer.session.timeout.ms", "SET", SESSION_MS.to_string()]]}),
+    );
+    assert_eq!(r["error"], Value::Null, "{r}");
+    let params = json!({
+        "bootstrap": b.bootstrap(), "topic": "members", "group": "crash848",
+        "partitions": PARTITIONS, "per_phase": PER_PHASE,
+        "config": {"group.protocol": "consumer"},
+    });
+    let result = ck(Python::PyPi, "crash", &params);
+    assert_eq!(result["errors"], json!([]), "scenario errors");
+    let moved = result["moved_ms"].as_i64().unwrap();
+    assert!(
+        (SESSION_MS - 1000..SESSION_MS + 4000).contains(&moved),
+        "partitions moved {moved} ms after the crash (group session timeout {SESSION_MS} ms)"
+    );
+    check_delivery(&result, "crash848", 2);
 }
 
 #[test]
