@@ -727,6 +727,7 @@ fn admin_group_configs_are_described_bounded_and_persisted() {
         );
     };
     check(&b, "after SET");
+    b.stop();
     b.restart();
     check(&b, "after a restart");
     let r = alter(&b, json!([["share.auto.offset.reset", "DELETE", null]]));
