@@ -216,10 +216,10 @@ fn request_validation_table() {
         ),
         (
             ConsumerGroupHeartbeatRequest {
-                subscribed_topic_regex: Some("t.*".into()),
+                subscribed_topic_regex: Some("t(".into()),
                 ..base.clone()
             },
-            42,
+            128,
         ),
         (
             ConsumerGroupHeartbeatRequest {
@@ -593,4 +593,131 @@ fn group_configs_set_the_session_timeout_and_heartbeat_interval_of_one_group() {
     let b = join_client(&mut h, "b", &["t"]);
     let r = h.hb(&beat(&b.id, b.epoch, &b.owned));
     assert_eq!(r.heartbeat_interval_ms, 5_000);
+}
+
+#[test]
+fn regex_subscriptions_follow_topic_creation_and_deletion() {
+    let mut h = H::new(GroupConfig::default());
+    // A bad regex is refused with INVALID_REGULAR_EXPRESSION and creates nothing.
+    let r = h.hb(&ConsumerGroupHeartbeatRequest {
+        subscribed_topic_names: None,
+        subscribed_topic_regex: Some("[a-".into()),
+        ..join("a", &[])
+    });
+    assert_eq!(r.error_code, 128, "{r:?}");
+    assert!(h.shard.group_summary(GROUP).is_none());
+    // Neither names nor a regex on a join: Kafka's message.
+    let r = h.hb(&ConsumerGroupHeartbeatRequest {
+        subscribed_topic_names: None,
+        ..join("a", &[])
+    });
+    assert_eq!(r.error_code, 42);
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some(
+            "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+        )
+    );
+    // "t|u.*" matches whole names: t (6 partitions) and u (3), not "xt".
+    h.shard.set_topics({
+        let mut ts = topics(6, 3);
+        ts.push(skiff_group::TopicInfo {
+            topic_id: tid(7),
+            name: "xt".into(),
+            partitions: 2,
+        });
+        ts
+    });
+    let r = h.hb(&ConsumerGroupHeartbeatRequest {
+        subscribed_topic_names: None,
+        subscribed_topic_regex: Some("t|u.*".into()),
+        ..join("a", &[])
+    });
+    let mut a = Client {
+        id: "a".into(),
+        epoch: 0,
+        owned: Default::default(),
+    };
+    a.apply(&r);
+    let sizes = |c: &Client| {
+        c.owned
+            .iter()
+            .map(|(id, ps)| (*id, ps.len()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    assert_eq!(
+        sizes(&a),
+        [(tid(T), 6), (tid(U), 3)].into_iter().collect(),
+        "{a:?}"
+    );
+    let described = h.shard.describe_consumer_group(GROUP);
+    assert_eq!(
+        described.members[0].subscribed_topic_regex.as_deref(),
+        Some("t|u.*")
+    );
+    // A new topic the regex matches is picked up on the next heartbeat (group epoch bump).
+    let epoch = h.shard.group_summary(GROUP).unwrap().generation;
+    h.shard.set_topics({
+        let mut ts = topics(6, 3);
+        ts.push(skiff_group::TopicInfo {
+            topic_id: tid(9),
+            name: "u2".into(),
+            partitions: 4,
+        });
+        ts
+    });
+    for _ in 0..2 {
+        round(&mut h, std::slice::from_mut(&mut a));
+    }
+    assert!(h.shard.group_summary(GROUP).unwrap().generation > epoch);
+    assert_eq!(
+        sizes(&a),
+        [(tid(T), 6), (tid(U), 3), (tid(9), 4)]
+            .into_iter()
+            .collect()
+    );
+    // The deleted topic's partitions go away again; the regex survives a reload.
+    h.shard.set_topics(topics(6, 3));
+    for _ in 0..3 {
+        round(&mut h, std::slice::from_mut(&mut a));
+    }
+    assert_eq!(sizes(&a), [(tid(T), 6), (tid(U), 3)].into_iter().collect());
+    h.restart();
+    let described = h.shard.describe_consumer_group(GROUP);
+    assert_eq!(
+        described.members[0].subscribed_topic_regex.as_deref(),
+        Some("t|u.*")
+    );
+    let r = h.hb(&beat(&a.id, a.epoch, &a.owned));
+    assert_eq!(r.error_code, 0, "{r:?}");
+}
+
+#[test]
+fn an_empty_regex_clears_a_regex_subscription() {
+    let mut h = H::new(GroupConfig::default());
+    let r = h.hb(&ConsumerGroupHeartbeatRequest {
+        subscribed_topic_names: Some(Vec::new()),
+        subscribed_topic_regex: Some("u".into()),
+        ..join("a", &[])
+    });
+    let mut a = Client {
+        id: "a".into(),
+        epoch: 0,
+        owned: Default::default(),
+    };
+    a.apply(&r);
+    assert_eq!(a.owned.keys().copied().collect::<Vec<_>>(), vec![tid(U)]);
+    // librdkafka sends "" when it has no regex: names only from now on.
+    let r = h.hb(&ConsumerGroupHeartbeatRequest {
+        subscribed_topic_names: Some(vec!["t".into()]),
+        subscribed_topic_regex: Some(String::new()),
+        ..beat(&a.id, a.epoch, &a.owned)
+    });
+    a.apply(&r);
+    for _ in 0..3 {
+        round(&mut h, std::slice::from_mut(&mut a));
+    }
+    assert_eq!(a.owned.keys().copied().collect::<Vec<_>>(), vec![tid(T)]);
+    let d = h.shard.describe_consumer_group(GROUP);
+    assert_eq!(d.members[0].subscribed_topic_regex, None);
 }

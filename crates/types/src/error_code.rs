@@ -134,6 +134,7 @@ pub enum ErrorCode {
     InvalidVoterKey = 125,
     DuplicateVoter = 126,
     VoterNotFound = 127,
+    InvalidRegularExpression = 128,
 }
 
 impl ErrorCode {
@@ -268,6 +269,7 @@ impl ErrorCode {
         ErrorCode::InvalidVoterKey,
         ErrorCode::DuplicateVoter,
         ErrorCode::VoterNotFound,
+        ErrorCode::InvalidRegularExpression,
     ];
 
     /// The wire value.
@@ -411,6 +413,7 @@ impl ErrorCode {
             ErrorCode::InvalidVoterKey => "INVALID_VOTER_KEY",
             ErrorCode::DuplicateVoter => "DUPLICATE_VOTER",
             ErrorCode::VoterNotFound => "VOTER_NOT_FOUND",
+            ErrorCode::InvalidRegularExpression => "INVALID_REGULAR_EXPRESSION",
         }
     }
 

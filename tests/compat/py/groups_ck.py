@@ -20,7 +20,9 @@ Commands (ONE JSON line out, see _common.py):
 - cooperative: cooperative-sticky members record every on_assign/on_revoke while one leaves
   and one joins (incremental rebalances);
 - fenced: two live consumers with the same group.instance.id; the older must fail fatally;
-- max_size: p.count members join a group on a broker with a small group.max.size.
+- max_size: p.count members join a group on a broker with a small group.max.size;
+- regex: a KIP-848 member with a regex subscription gets the matching topics, and a matching
+  topic created later.
 
 Usage: groups_ck.py COMMAND JSON.
 """
@@ -424,6 +426,61 @@ def commit_unknown(p):
     return out
 
 
+def regex(p):
+    """A KIP-848 member subscribes with p.pattern (a librdkafka regex subscription, "^..."):
+    records produced to p.matching topics must arrive, none of p.other's; then p.late is
+    created and produced to, and its record must arrive too (the coordinator re-resolves the
+    regex when topics are created). Reports what was consumed per phase and the member's
+    final assignment; p.wait_s bounds each phase."""
+    a = AdminClient({"bootstrap.servers": p["bootstrap"]})
+
+    def create(names):
+        for f in a.create_topics([NewTopic(t, 1, 1) for t in names]).values():
+            f.result()
+
+    create(p["matching"] + p["other"])
+    prod = ck.Producer({"bootstrap.servers": p["bootstrap"]})
+    for t in p["matching"] + p["other"]:
+        prod.produce(t, t.encode())
+    prod.flush(15)
+    conf = ADAPTER.conf(p, {"group.protocol": "consumer", "topic.metadata.refresh.interval.ms": 1000})
+    c = ck.Consumer(conf)
+    c.subscribe([p["pattern"]])
+    out = {"phases": {}, "errors": []}
+
+    def consume_until(want, phase):
+        got = set()
+        deadline = time.time() + p["wait_s"]
+        t0 = time.time()
+        while time.time() < deadline and not want <= got:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() != ck.KafkaError._PARTITION_EOF:
+                    out["errors"].append(str(m.error()))
+                    if m.error().fatal():
+                        break
+                continue
+            got.add(m.topic())
+        # A little longer, to catch records that must not come.
+        end = time.time() + 1.0
+        while time.time() < end:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.add(m.topic())
+        out["phases"][phase] = {"topics": sorted(got), "ms": int((time.time() - t0) * 1000)}
+
+    consume_until(set(p["matching"]), "initial")
+    create([p["late"]])
+    prod.produce(p["late"], p["late"].encode())
+    prod.flush(15)
+    consume_until({p["late"]}, "late")
+    out["assignment"] = sorted({tp.topic for tp in c.assignment()})
+    c.close()
+    return out
+
+
 class Recording(threading.Thread):
     """A member thread whose rebalance callbacks append [name, "assign"|"revoke", partitions]
     to a shared event list (the same shape groups_common.balanced() reads: name, assigned)."""
@@ -606,6 +663,7 @@ if __name__ == "__main__":
             "commit_metadata": commit_metadata,
             "committed_metadata": committed_metadata,
             "commit_unknown": commit_unknown,
+            "regex": regex,
             "cooperative": cooperative,
             "fenced": fenced,
             "max_size": max_size,

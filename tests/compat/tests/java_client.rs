@@ -413,7 +413,7 @@ fn java_alter_replica_log_dirs_moves_a_partition() {
     let again = timed(
         "log_dir_move",
         &json!({"bootstrap": b.bootstrap(), "topic": "mv", "create": false, "before": 0,
-                "after": 0, "dest": dest}),
+                "after": 0, "expect": 40, "dest": dest}),
     );
     assert_eq!(again["moved"], "ok", "{again}");
     assert_eq!(again["dir_before"], json!(dest), "{again}");

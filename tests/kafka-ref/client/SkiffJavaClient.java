@@ -336,8 +336,9 @@ public final class SkiffJavaClient {
             c.assign(List.of(p0));
             c.seekToBeginning(List.of(p0));
             ArrayNode values = out.putArray("values");
+            int expect = p.path("expect").asInt(before + after);
             long end = System.currentTimeMillis() + DEADLINE_MS;
-            while (values.size() < before + after && System.currentTimeMillis() < end)
+            while (values.size() < expect && System.currentTimeMillis() < end)
                 for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200)))
                     values.add(r.offset() + "=" + s(r.value()));
         }

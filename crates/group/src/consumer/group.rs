@@ -78,6 +78,9 @@ pub(crate) struct ConsumerMember {
     pub client_id: String,
     pub client_host: String,
     pub subscribed_topic_names: BTreeSet<String>,
+    /// The member's regex subscription (RE2/J syntax, matched against whole topic names), if
+    /// any; resolved against the coordinator's topics by the shard.
+    pub subscribed_topic_regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub server_assignor: Option<String>,
     pub member_epoch: i32,
@@ -96,6 +99,7 @@ impl ConsumerMember {
             client_id: String::new(),
             client_host: String::new(),
             subscribed_topic_names: BTreeSet::new(),
+            subscribed_topic_regex: None,
             rebalance_timeout_ms: -1,
             server_assignor: None,
             member_epoch: 0,
@@ -114,7 +118,7 @@ impl ConsumerMember {
             client_id: self.client_id.clone(),
             client_host: self.client_host.clone(),
             subscribed_topic_names: self.subscribed_topic_names.iter().cloned().collect(),
-            subscribed_topic_regex: None,
+            subscribed_topic_regex: self.subscribed_topic_regex.clone(),
             rebalance_timeout_ms: self.rebalance_timeout_ms,
             server_assignor: self.server_assignor.clone(),
             classic_member_metadata: None,
@@ -217,18 +221,23 @@ impl ConsumerGroup {
         }
     }
 
-    /// Every topic name some member subscribes to.
-    pub fn subscribed_topic_names(&self) -> BTreeSet<String> {
+    /// Every regex some member subscribes with.
+    pub fn subscribed_regexes(&self) -> BTreeSet<&str> {
         self.members
             .values()
-            .flat_map(|m| m.subscribed_topic_names.iter().cloned())
+            .filter_map(|m| m.subscribed_topic_regex.as_deref())
             .collect()
     }
 
+    /// Whether some member subscribes to `topic`: by name, or through a regex (the regex
+    /// matches are in the subscription metadata, a persisted record, so this holds after a
+    /// reload too).
     pub fn is_subscribed_to(&self, topic: &str) -> bool {
-        self.members
-            .values()
-            .any(|m| m.subscribed_topic_names.contains(topic))
+        self.subscription_metadata.contains_key(topic)
+            || self
+                .members
+                .values()
+                .any(|m| m.subscribed_topic_names.contains(topic))
     }
 
     /// The epoch of the member holding a partition, -1 when free.
@@ -282,6 +291,8 @@ impl ConsumerGroup {
                 m.client_id = v.client_id.clone();
                 m.client_host = v.client_host.clone();
                 m.subscribed_topic_names = v.subscribed_topic_names.iter().cloned().collect();
+                m.subscribed_topic_regex =
+                    v.subscribed_topic_regex.clone().filter(|s| !s.is_empty());
                 m.rebalance_timeout_ms = v.rebalance_timeout_ms;
                 m.server_assignor = v.server_assignor.clone().filter(|s| !s.is_empty());
                 if let Some(instance) = m.instance_id.clone() {

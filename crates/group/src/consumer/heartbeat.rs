@@ -27,6 +27,7 @@ use crate::consumer::group::{
     LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState, TopicInfo, metadata_value, target_value,
 };
 use crate::consumer::reconcile::validate_epoch;
+use crate::consumer::topic_regex::{group_topics, validate as validate_regex};
 use crate::effects::{Effects, RequestContext, Response};
 use crate::records::CoordinatorRecord as R;
 use crate::shard::{Group, GroupCoordinatorShard};
@@ -113,9 +114,6 @@ impl GroupCoordinatorShard {
         if req.rack_id.as_deref() == Some("") {
             return Err(invalid("RackId can't be empty."));
         }
-        if req.subscribed_topic_regex.is_some() {
-            return Err(invalid("SubscribedTopicRegex is not supported."));
-        }
         match req.member_epoch {
             e if e > 0 || e == LEAVE_GROUP_MEMBER_EPOCH => {
                 if req.member_id.is_empty() {
@@ -134,9 +132,9 @@ impl GroupCoordinatorShard {
                 if req.topic_partitions.as_ref().is_none_or(|t| !t.is_empty()) {
                     return Err(invalid("TopicPartitions must be empty when (re-)joining."));
                 }
-                if req.subscribed_topic_names.is_none() {
+                if req.subscribed_topic_names.is_none() && req.subscribed_topic_regex.is_none() {
                     return Err(invalid(
-                        "SubscribedTopicNames must be set in first request.",
+                        "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
                     ));
                 }
             }
@@ -229,9 +227,23 @@ impl GroupCoordinatorShard {
         if let Some(names) = &req.subscribed_topic_names {
             updated.subscribed_topic_names = names.iter().cloned().collect();
         }
+        if let Some(regex) = &req.subscribed_topic_regex {
+            // "" clears the regex (Kafka stores the empty string as "no regex").
+            updated.subscribed_topic_regex = (!regex.is_empty()).then(|| regex.clone());
+            if updated.subscribed_topic_regex != base.subscribed_topic_regex
+                && let Some(r) = &updated.subscribed_topic_regex
+                && let Err(message) = validate_regex(r)
+            {
+                if created {
+                    self.groups.remove(&group_id);
+                }
+                return Err(fail(ErrorCode::InvalidRegularExpression, message));
+            }
+        }
         updated.client_id = ctx.client_id.clone();
         updated.client_host = ctx.client_host.clone();
-        let mut bump = updated.subscribed_topic_names != base.subscribed_topic_names;
+        let mut bump = updated.subscribed_topic_names != base.subscribed_topic_names
+            || updated.subscribed_topic_regex != base.subscribed_topic_regex;
         if let Some(old) = &replaced {
             let old_target = group_of(&self.groups, &group_id)
                 .and_then(|g| g.target.get(old))
@@ -293,7 +305,7 @@ impl GroupCoordinatorShard {
         };
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
-                && req.subscribed_topic_names.is_some()
+                && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
                 && req.topic_partitions.is_some());
         let changed = before.as_ref().is_none_or(|b| b.assigned != m.assigned);
         Ok(ConsumerGroupHeartbeatResponse {
@@ -470,12 +482,13 @@ impl GroupCoordinatorShard {
         ));
     }
 
-    /// The subscribed topics that exist, from the current topic metadata.
+    /// The subscribed topics that exist, from the current topic metadata (names, and what the
+    /// members' regexes match now).
     fn subscription_metadata(&self, group_id: &str) -> BTreeMap<String, TopicInfo> {
         let Some(g) = group_of(&self.groups, group_id) else {
             return BTreeMap::new();
         };
-        g.subscribed_topic_names()
+        group_topics(g, &self.resolve_regexes(g))
             .into_iter()
             .filter_map(|n| self.topics.get(&n).map(|t| (n, t.clone())))
             .collect()

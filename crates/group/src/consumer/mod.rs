@@ -5,13 +5,15 @@
 //! `group` is the data model changed only by records, `assignor` the assignors, `heartbeat`
 //! the protocol (membership, leave, fencing), `reconcile` target assignment and convergence. Topic ids and partition counts come from [`TopicInfo`]s the caller keeps
 //! current with [`GroupCoordinatorShard::set_topics`]; a heartbeat notices changed topics and
-//! rebalances. Not supported: regex subscriptions (INVALID_REQUEST), classic members joining a
-//! non-empty consumer group and vice versa (no online migration), rack-aware assignment.
+//! rebalances. `topic_regex` resolves regex subscriptions (`SubscribedTopicRegex`). Not
+//! supported: classic members joining a non-empty consumer group and vice versa (no online
+//! migration), rack-aware assignment.
 
 mod assignor;
 pub(crate) mod group;
 mod heartbeat;
 mod reconcile;
+mod topic_regex;
 
 use skiff_protocol::{
     ConsumerGroupDescribeResponseAssignment, ConsumerGroupDescribeResponseDescribedGroup,
@@ -169,7 +171,7 @@ impl GroupCoordinatorShard {
                 client_id: m.client_id.clone(),
                 client_host: m.client_host.clone(),
                 subscribed_topic_names: m.subscribed_topic_names.iter().cloned().collect(),
-                subscribed_topic_regex: None,
+                subscribed_topic_regex: m.subscribed_topic_regex.clone(),
                 assignment: describe(&m.assigned),
                 target_assignment: describe(
                     &g.target.get(&m.member_id).cloned().unwrap_or_default(),

@@ -22,6 +22,7 @@ use crate::consumer::group::{
     Assignment, ConsumerGroup, ConsumerMember, MemberState, target_value,
 };
 use crate::consumer::heartbeat::{Failure, fail, group_of};
+use crate::consumer::topic_regex::member_topics;
 use crate::records::CoordinatorRecord as R;
 use crate::shard::GroupCoordinatorShard;
 use crate::timer::{TimerKey, TimerTask};
@@ -37,10 +38,11 @@ impl GroupCoordinatorShard {
             return;
         }
         let epoch = g.group_epoch;
+        let resolved = self.resolve_regexes(g);
         let members: BTreeMap<String, BTreeSet<String>> = g
             .members
             .iter()
-            .map(|(id, m)| (id.clone(), m.subscribed_topic_names.clone()))
+            .map(|(id, m)| (id.clone(), member_topics(m, &resolved)))
             .collect();
         let assignor = self.preferred_assignor(g);
         let plan = assign(

@@ -1,19 +1,15 @@
 //! ConsumerGroupHeartbeat (68), v0-1 (KIP-848; v1 is final in Kafka 4.0 and librdkafka
 //! requires it): handed to the group's coordinator shard, whose topic view is refreshed from
 //! metadata first (server-side assignment needs topic ids and partition counts). An empty
-//! `SubscribedTopicRegex` means "no regex" (librdkafka always sends one).
+//! `SubscribedTopicRegex` clears the member's regex, as in Kafka (librdkafka sends "" when it
+//! has none).
 
 use skiff_protocol::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ResponseBody};
 
 use super::{Reply, RequestContext};
 use crate::coordinator::{Caller, reply};
 
-pub fn handle(ctx: &RequestContext<'_>, mut req: ConsumerGroupHeartbeatRequest) -> Reply {
-    // librdkafka sends an empty regex for "no regex"; Kafka treats "" as no regex too, while
-    // the shard (which supports no regex at all) refuses any. Nothing else differs for it.
-    if req.subscribed_topic_regex.as_deref() == Some("") {
-        req.subscribed_topic_regex = None;
-    }
+pub fn handle(ctx: &RequestContext<'_>, req: ConsumerGroupHeartbeatRequest) -> Reply {
     let answer = ctx
         .broker
         .groups

@@ -22,7 +22,8 @@
 //!   through confluent-kafka, across a restart;
 //! - `admin`: list / describe / delete groups and lag through AdminClient; a KIP-848 group
 //!   through ConsumerGroupDescribe; listings filtered by state and type;
-//! - `kcat`: `kcat -G` (librdkafka 2.0.2) consumes, commits and resumes.
+//! - `kcat`: `kcat -G` (librdkafka 2.0.2) consumes, commits and resumes;
+//! - `kip848`: regex subscriptions resolved by the coordinator.
 //!
 //! Session timeouts are short (6 s, heartbeats every 500 ms) so rebalances are quick; every
 //! test finishes well under 60 s. nextest runs this package one test at a time.
@@ -32,6 +33,7 @@ mod admin;
 mod cooperative;
 mod fencing;
 mod kcat;
+mod kip848;
 mod limits;
 mod members;
 mod offsets;
