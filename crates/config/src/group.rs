@@ -611,7 +611,6 @@ mod tests {
             e.to_string(),
             "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
         );
-        let _ = &b;
     }
 
     #[test]

@@ -247,7 +247,7 @@ impl GroupCoordinator {
             let Phase::Ready(shard) = &mut st.phase else {
                 return Err(ErrorCode::CoordinatorLoadInProgress);
             };
-            refresh_topics(shard, &mut st.image, broker);
+            refresh_metadata_view(shard, &mut st.image, broker);
             let ctx = RequestContext {
                 token,
                 api_version: caller.api_version,
@@ -288,7 +288,7 @@ impl GroupCoordinator {
         let Phase::Ready(shard) = &mut st.phase else {
             return Err(ErrorCode::CoordinatorLoadInProgress);
         };
-        refresh_topics(shard, &mut st.image, broker);
+        refresh_metadata_view(shard, &mut st.image, broker);
         Ok(f(shard))
     }
 
@@ -483,7 +483,7 @@ fn fail_pending(st: &mut SlotState, code: ErrorCode) {
 /// Gives the shard the cluster's topics and the groups' own configs if metadata changed since
 /// it last saw them (KIP-848 assignments need topic ids and partition counts; internal topics
 /// are left out; group configs set session timeouts and heartbeat intervals).
-fn refresh_topics(
+fn refresh_metadata_view(
     shard: &mut GroupCoordinatorShard,
     seen: &mut Option<Arc<MetadataImage>>,
     broker: &Broker,
