@@ -12,6 +12,8 @@
 Usage: groups_kp.py COMMAND JSON.
 """
 
+import logging
+import sys
 import threading
 import time
 
@@ -22,6 +24,13 @@ import kafka.errors as kafka_errors
 
 from _common import main, progress
 import groups_common
+
+# kafka-python's own account of coordinator lookups, joins and commits goes to stderr, which a
+# failing test prints: a hung client call is then diagnosable from the CI log alone.
+logging.basicConfig(
+    stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+)
+logging.getLogger("kafka.coordinator").setLevel(logging.INFO)
 
 
 def offset_and_metadata(offset, metadata=""):
@@ -183,8 +192,8 @@ def commit_settled(c, offsets):
     deadline = time.time() + groups_common.WAIT_S
     while True:
         try:
-            return c.commit(offsets)
-        except kafka_errors.RebalanceInProgressError:
+            return c.commit(offsets, timeout_ms=10000)
+        except (kafka_errors.RebalanceInProgressError, kafka_errors.KafkaTimeoutError):
             if time.time() >= deadline:
                 raise
             c.poll(timeout_ms=200)
@@ -233,7 +242,7 @@ def committed_of(p, group, topic):
     c = KafkaConsumer(bootstrap_servers=p["bootstrap"], group_id=group, enable_auto_commit=False)
     out = {}
     for i in range(p["partitions"]):
-        v = c.committed(TopicPartition(topic, i))
+        v = c.committed(TopicPartition(topic, i), timeout_ms=10000)
         out[str(i)] = -1 if v is None else v
     c.close()
     return out
@@ -257,18 +266,25 @@ def offset_delete(p):
     out = {}
     c = KafkaConsumer(**ADAPTER.conf(dict(p, group=p["group_empty"]), {"client_id": "empty"}))
     c.subscribe([topic])
+    progress({"phase": "empty: joining"})
     out["empty_assigned"] = wait_assigned([c], parts)
+    progress({"phase": "empty: committing"})
     commit_settled(c, {tp: offset_and_metadata(1, "empty") for tp in tps})
+    progress({"phase": "empty: leaving"})
     c.close()
+    progress({"phase": "empty: reading committed"})
     out["empty_before"] = committed_of(p, p["group_empty"], topic)
     admin = KafkaAdminClient(bootstrap_servers=p["bootstrap"])
+    progress({"phase": "empty: deleting"})
     out["empty_result"] = error_names(admin.delete_group_offsets(p["group_empty"], [tps[0]]))
     out["empty_after"] = committed_of(p, p["group_empty"], topic)
 
     busy = KafkaConsumer(**ADAPTER.conf(dict(p, group=p["group_busy"]), {"client_id": "busy"}))
     busy.subscribe([topic])
+    progress({"phase": "busy: joining"})
     out["busy_assigned"] = wait_assigned([busy], parts)
     commit_settled(busy, {tp: offset_and_metadata(1, "busy") for tp in tps})
+    progress({"phase": "busy: deleting"})
     # The member stays live through its heartbeat loop while the admin client works.
     try:
         out["busy_result"] = error_names(
@@ -280,6 +296,7 @@ def offset_delete(p):
     finally:
         busy.close()
 
+    progress({"phase": "unknown: deleting"})
     try:
         admin.delete_group_offsets(p["group_unknown"], [tps[0]])
         out["unknown_error"] = None
