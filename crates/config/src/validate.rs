@@ -105,6 +105,18 @@ pub fn check_broker_value(spec: &KeySpec, value: &str) -> Result<(), ConfigError
         "listeners" => crate::listeners::parse_listeners(spec.name, value).map(|_| ()),
         "advertised.listeners" => crate::listeners::parse_advertised(spec.name, value).map(|_| ()),
         "log.cleaner.compaction.strategy" => check_strategy(spec.name, value),
+        "group.consumer.migration.policy" => {
+            const POLICIES: [&str; 4] = ["disabled", "downgrade", "upgrade", "bidirectional"];
+            if POLICIES.contains(&value.trim().to_ascii_lowercase().as_str()) {
+                Ok(())
+            } else {
+                Err(ConfigError::invalid(
+                    spec.name,
+                    value,
+                    "String must be one of (case insensitive): DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL".to_string(),
+                ))
+            }
+        }
         name => {
             // log.* keys that feed a topic key are validated by the topic rules, with the
             // message naming the broker key.

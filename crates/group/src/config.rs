@@ -12,6 +12,42 @@ pub const ASSIGNOR_UNIFORM: &str = "uniform";
 /// See [`ASSIGNOR_UNIFORM`].
 pub const ASSIGNOR_RANGE: &str = "range";
 
+/// `group.consumer.migration.policy`: whether a group may convert online between the classic
+/// and the consumer (KIP-848) protocol (Kafka's `ConsumerGroupMigrationPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MigrationPolicy {
+    /// Neither way: a ConsumerGroupHeartbeat to a non-empty classic group is GROUP_ID_NOT_FOUND.
+    Disabled,
+    /// Classic -> consumer only.
+    Upgrade,
+    /// Consumer -> classic only (when the last consumer-protocol member leaves).
+    Downgrade,
+    /// Both ways (Kafka's default).
+    #[default]
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    /// Kafka's names (case insensitive): `disabled`, `upgrade`, `downgrade`, `bidirectional`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "disabled" => Some(Self::Disabled),
+            "upgrade" => Some(Self::Upgrade),
+            "downgrade" => Some(Self::Downgrade),
+            "bidirectional" => Some(Self::Bidirectional),
+            _ => None,
+        }
+    }
+
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(self, Self::Upgrade | Self::Bidirectional)
+    }
+
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(self, Self::Downgrade | Self::Bidirectional)
+    }
+}
+
 /// Configuration of one coordinator shard.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupConfig {
@@ -50,6 +86,8 @@ pub struct GroupConfig {
     pub consumer_group_size_max: i32,
     /// `group.consumer.assignors`, first is the default (Kafka: `uniform,range`).
     pub consumer_assignors: Vec<String>,
+    /// `group.consumer.migration.policy` (default `bidirectional`).
+    pub consumer_migration_policy: MigrationPolicy,
 }
 
 impl Default for GroupConfig {
@@ -71,6 +109,7 @@ impl Default for GroupConfig {
             consumer_heartbeat_interval_ms_max: 15_000,
             consumer_group_size_max: i32::MAX,
             consumer_assignors: vec![ASSIGNOR_UNIFORM.to_string(), ASSIGNOR_RANGE.to_string()],
+            consumer_migration_policy: MigrationPolicy::Bidirectional,
         }
     }
 }

@@ -35,7 +35,7 @@ pub use admin::{GROUP_TYPE_CLASSIC, GROUP_TYPE_CONSUMER};
 pub use batch::{
     OffsetFetchGroupRequest, offset_fetch_error_group, offset_fetch_groups, offset_fetch_response,
 };
-pub use config::{ASSIGNOR_RANGE, ASSIGNOR_UNIFORM, GroupConfig};
+pub use config::{ASSIGNOR_RANGE, ASSIGNOR_UNIFORM, GroupConfig, MigrationPolicy};
 pub use consumer::{GroupOverrides, TopicInfo};
 pub use effects::{Effects, RequestContext, RequestToken, Response};
 pub use error::GroupError;

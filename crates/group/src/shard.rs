@@ -334,6 +334,10 @@ impl GroupCoordinatorShard {
             (TimerKey::ConsumerSession { group, member }, _) => {
                 self.expire_consumer_session(&group, &member);
             }
+            (TimerKey::ClassicJoin { group, member }, _)
+            | (TimerKey::ClassicSync { group, member }, _) => {
+                self.fence_consumer_member(&group, &member);
+            }
             (TimerKey::ConsumerRebalance { group, member }, task) => {
                 if let TimerTask::ExpireConsumerRebalance { member_epoch } = task {
                     self.expire_consumer_rebalance(&group, &member, member_epoch);

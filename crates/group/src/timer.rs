@@ -21,6 +21,10 @@ pub(crate) enum TimerKey {
     ConsumerSession { group: String, member: String },
     /// A KIP-848 member's deadline to revoke partitions.
     ConsumerRebalance { group: String, member: String },
+    /// A classic member of a consumer group told to rejoin: its deadline to send JoinGroup.
+    ClassicJoin { group: String, member: String },
+    /// A classic member of a consumer group that joined: its deadline to send SyncGroup.
+    ClassicSync { group: String, member: String },
     /// The periodic offsets/groups expiry sweep.
     Expiration,
 }
@@ -30,10 +34,19 @@ pub(crate) enum TimerKey {
 pub(crate) enum TimerTask {
     ExpireHeartbeat,
     CompleteJoin,
-    InitialRebalance { delay_ms: i64, remaining_ms: i64 },
-    ExpireSync { generation: i32 },
+    InitialRebalance {
+        delay_ms: i64,
+        remaining_ms: i64,
+    },
+    ExpireSync {
+        generation: i32,
+    },
     ExpireConsumerSession,
-    ExpireConsumerRebalance { member_epoch: i32 },
+    ExpireConsumerRebalance {
+        member_epoch: i32,
+    },
+    /// Fence a classic member of a consumer group (join or sync deadline passed).
+    FenceClassicMember,
     CleanupExpired,
 }
 

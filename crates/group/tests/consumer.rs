@@ -259,8 +259,12 @@ fn request_validation_table() {
         h.shard.group_summary(GROUP).is_none(),
         "failed joins leave no group behind"
     );
-    // A non-empty classic group with the same id is not a consumer group.
-    let mut c = common::Harness::new(common::config(0));
+    // A non-empty classic group with the same id is not a consumer group when migration is
+    // disabled (tests/migration.rs covers the conversion).
+    let mut c = common::Harness::new(GroupConfig {
+        consumer_migration_policy: skiff_group::MigrationPolicy::Disabled,
+        ..common::config(0)
+    });
     let t = c.join(3, "", None, &["t"]);
     c.join_response(t).unwrap();
     let ctx = c.ctx(1);

@@ -124,6 +124,12 @@ pub fn group_settings(cfg: &BrokerConfig) -> GroupSettings {
             c.consumer_assignors = names;
         }
     }
+    if let Some(p) = cfg
+        .value("group.consumer.migration.policy")
+        .and_then(|v| skiff_group::MigrationPolicy::parse(&v))
+    {
+        c.consumer_migration_policy = p;
+    }
     g.offsets_topic_partitions = cfg.offsets_topic_num_partitions();
     g.offsets_topic_replication_factor = cfg.offsets_topic_replication_factor();
     if let Some(v) = cfg.get_i64("offsets.topic.segment.bytes") {

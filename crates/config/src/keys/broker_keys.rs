@@ -62,7 +62,7 @@ pub static BROKER_KEYS: &[KeySpec] = &[
     k("group.consumer.max.heartbeat.interval.ms", T::Int, Some("15000"), M::ReadOnly, S::Implemented, "Upper bound for a consumer group's heartbeat interval."),
     k("group.consumer.max.session.timeout.ms", T::Int, Some("60000"), M::ReadOnly, S::Implemented, "Upper bound for a consumer group's session timeout."),
     k("group.consumer.max.size", T::Int, Some("2147483647"), M::ReadOnly, S::Implemented, "Member cap of a consumer-protocol group."),
-    k("group.consumer.migration.policy", T::String, Some("bidirectional"), M::ReadOnly, S::NotImplemented, "Whether groups may convert between the classic and consumer protocols."),
+    k("group.consumer.migration.policy", T::String, Some("bidirectional"), M::ReadOnly, S::Implemented, "Whether groups may convert between the classic and consumer protocols."),
     k("group.consumer.min.heartbeat.interval.ms", T::Int, Some("5000"), M::ReadOnly, S::Implemented, "Lower bound for a consumer group's heartbeat interval."),
     k("group.consumer.min.session.timeout.ms", T::Int, Some("45000"), M::ReadOnly, S::Implemented, "Lower bound for a consumer group's session timeout."),
     k("group.consumer.session.timeout.ms", T::Int, Some("45000"), M::ReadOnly, S::Implemented, "Session timeout of consumer-protocol members."),

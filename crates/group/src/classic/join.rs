@@ -89,8 +89,9 @@ impl GroupCoordinatorShard {
         let unknown_member = join.member_id.is_empty();
         match self.groups.get(&req.group_id) {
             Some(Group::Consumer(c)) if !c.is_empty() => {
-                // Classic members cannot join a KIP-848 group (no online migration).
-                return fail(&mut self.core, ErrorCode::InconsistentGroupProtocol);
+                // A classic member of a consumer group (online migration).
+                let r = self.classic_join_consumer_group(ctx, req);
+                return self.core.respond_join(parked, r);
             }
             Some(Group::Consumer(_)) => {
                 // An empty KIP-848 group is replaced by a classic one (Kafka converts it).

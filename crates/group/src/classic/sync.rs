@@ -52,6 +52,10 @@ impl GroupCoordinatorShard {
                 .core
                 .respond_sync(parked, sync_error(ErrorCode::InvalidGroupId));
         }
+        if let Some(Group::Consumer(_)) = self.groups.get(&req.group_id) {
+            let r = self.classic_sync_consumer_group(req);
+            return self.core.respond_sync(parked, r);
+        }
         let g = match self.groups.get_mut(&req.group_id) {
             Some(Group::Classic(g)) if !g.is(ClassicGroupState::Empty) => g,
             _ => {
@@ -126,6 +130,9 @@ impl GroupCoordinatorShard {
     fn heartbeat(&mut self, req: &HeartbeatRequest) -> ErrorCode {
         if req.group_id.is_empty() {
             return ErrorCode::InvalidGroupId;
+        }
+        if let Some(Group::Consumer(_)) = self.groups.get(&req.group_id) {
+            return self.classic_heartbeat_consumer_group(req);
         }
         let Some(Group::Classic(g)) = self.groups.get_mut(&req.group_id) else {
             return ErrorCode::UnknownMemberId;

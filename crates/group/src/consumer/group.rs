@@ -14,8 +14,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use bytes::Bytes;
 use skiff_protocol::{
-    ConsumerGroupCurrentMemberAssignmentValue,
+    ClassicMemberMetadata, ClassicProtocol, ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupCurrentMemberAssignmentValueTopicPartitions, ConsumerGroupMemberMetadataValue,
     ConsumerGroupPartitionMetadataValue, ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMemberValueTopicPartition,
@@ -70,6 +71,37 @@ impl MemberState {
     }
 }
 
+/// What a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a
+/// consumer group keeps (Kafka's `ClassicMemberMetadata`): its session timeout and the
+/// protocols of its last JoinGroup, the first of which names the protocol it was given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ClassicMeta {
+    pub session_timeout_ms: i32,
+    /// (name, metadata) in the member's order of preference; never empty.
+    pub protocols: Vec<(String, Bytes)>,
+}
+
+impl ClassicMeta {
+    fn value(&self) -> ClassicMemberMetadata {
+        ClassicMemberMetadata {
+            session_timeout_ms: self.session_timeout_ms,
+            supported_protocols: self
+                .protocols
+                .iter()
+                .map(|(name, metadata)| ClassicProtocol {
+                    name: name.clone(),
+                    metadata: metadata.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The protocol the member was given: its first (Kafka answers the first supported one).
+    pub fn protocol_name(&self) -> &str {
+        self.protocols.first().map_or("", |(n, _)| n.as_str())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ConsumerMember {
     pub member_id: String,
@@ -88,6 +120,9 @@ pub(crate) struct ConsumerMember {
     pub state: MemberState,
     pub assigned: Assignment,
     pub pending_revocation: Assignment,
+    /// Set for a member that uses the classic protocol (joined with JoinGroup, or was a
+    /// member of the classic group this one was converted from).
+    pub classic: Option<ClassicMeta>,
 }
 
 impl ConsumerMember {
@@ -107,7 +142,12 @@ impl ConsumerMember {
             state: MemberState::Stable,
             assigned: Assignment::new(),
             pending_revocation: Assignment::new(),
+            classic: None,
         }
+    }
+
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.classic.is_some()
     }
 
     /// The subscription part as a record value.
@@ -121,7 +161,7 @@ impl ConsumerMember {
             subscribed_topic_regex: self.subscribed_topic_regex.clone(),
             rebalance_timeout_ms: self.rebalance_timeout_ms,
             server_assignor: self.server_assignor.clone(),
-            classic_member_metadata: None,
+            classic_member_metadata: self.classic.as_ref().map(ClassicMeta::value),
         }
     }
 
@@ -295,6 +335,19 @@ impl ConsumerGroup {
                     v.subscribed_topic_regex.clone().filter(|s| !s.is_empty());
                 m.rebalance_timeout_ms = v.rebalance_timeout_ms;
                 m.server_assignor = v.server_assignor.clone().filter(|s| !s.is_empty());
+                // An absent tag decodes as an empty struct: a classic member has a protocol.
+                m.classic = v
+                    .classic_member_metadata
+                    .as_ref()
+                    .filter(|c| !c.supported_protocols.is_empty())
+                    .map(|c| ClassicMeta {
+                        session_timeout_ms: c.session_timeout_ms,
+                        protocols: c
+                            .supported_protocols
+                            .iter()
+                            .map(|p| (p.name.clone(), p.metadata.clone()))
+                            .collect(),
+                    });
                 if let Some(instance) = m.instance_id.clone() {
                     self.static_members.insert(instance, k.member_id.clone());
                 }

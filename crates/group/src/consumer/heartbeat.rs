@@ -176,10 +176,14 @@ impl GroupCoordinatorShard {
                 self.groups.remove(&group_id);
             }
             Some(Group::Classic(_)) => {
-                return Err(fail(
-                    ErrorCode::GroupIdNotFound,
-                    format!("Group {group_id} is not a consumer group."),
-                ));
+                if req.member_epoch != 0 {
+                    return Err(fail(
+                        ErrorCode::GroupIdNotFound,
+                        format!("Group {group_id} is not a consumer group."),
+                    ));
+                }
+                // A classic group with members converts online (the migration policy allows).
+                self.upgrade_classic_group(&group_id)?;
             }
             Some(Group::Consumer(_)) => {}
             None if req.member_epoch != 0 => {
@@ -423,7 +427,7 @@ impl GroupCoordinatorShard {
         }
     }
 
-    fn write_member_metadata(&mut self, group_id: &str, m: &ConsumerMember) {
+    pub(super) fn write_member_metadata(&mut self, group_id: &str, m: &ConsumerMember) {
         self.write_consumer(R::ConsumerGroupMemberMetadata(
             ConsumerGroupMemberMetadataKey {
                 group_id: group_id.to_string(),
@@ -470,7 +474,7 @@ impl GroupCoordinatorShard {
         ));
     }
 
-    fn bump_group_epoch(&mut self, group_id: &str) {
+    pub(super) fn bump_group_epoch(&mut self, group_id: &str) {
         let epoch = group_of(&self.groups, group_id)
             .map_or(0, |g| g.group_epoch)
             .saturating_add(1);
@@ -484,7 +488,7 @@ impl GroupCoordinatorShard {
 
     /// The subscribed topics that exist, from the current topic metadata (names, and what the
     /// members' regexes match now).
-    fn subscription_metadata(&self, group_id: &str) -> BTreeMap<String, TopicInfo> {
+    pub(super) fn subscription_metadata(&self, group_id: &str) -> BTreeMap<String, TopicInfo> {
         let Some(g) = group_of(&self.groups, group_id) else {
             return BTreeMap::new();
         };
@@ -552,6 +556,9 @@ impl GroupCoordinatorShard {
         if !group_of(&self.groups, group_id).is_some_and(|g| g.members.contains_key(member_id)) {
             return;
         }
+        if self.maybe_downgrade(group_id, member_id) {
+            return;
+        }
         self.remove_member_records(group_id, member_id);
         let new_metadata = self.subscription_metadata(group_id);
         if group_of(&self.groups, group_id).is_some_and(|g| g.subscription_metadata != new_metadata)
@@ -567,13 +574,21 @@ impl GroupCoordinatorShard {
         self.cancel_consumer_timers(group_id, member_id);
     }
 
-    fn cancel_consumer_timers(&mut self, group_id: &str, member_id: &str) {
+    pub(super) fn cancel_consumer_timers(&mut self, group_id: &str, member_id: &str) {
         let (g, m) = (group_id.to_string(), member_id.to_string());
         self.core.timers.cancel(&TimerKey::ConsumerSession {
             group: g.clone(),
             member: m.clone(),
         });
         self.core.timers.cancel(&TimerKey::ConsumerRebalance {
+            group: g.clone(),
+            member: m.clone(),
+        });
+        self.core.timers.cancel(&TimerKey::ClassicJoin {
+            group: g.clone(),
+            member: m.clone(),
+        });
+        self.core.timers.cancel(&TimerKey::ClassicSync {
             group: g,
             member: m,
         });

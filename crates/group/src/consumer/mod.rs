@@ -5,28 +5,32 @@
 //! `group` is the data model changed only by records, `assignor` the assignors, `heartbeat`
 //! the protocol (membership, leave, fencing), `reconcile` target assignment and convergence. Topic ids and partition counts come from [`TopicInfo`]s the caller keeps
 //! current with [`GroupCoordinatorShard::set_topics`]; a heartbeat notices changed topics and
-//! rebalances. `topic_regex` resolves regex subscriptions (`SubscribedTopicRegex`). Not
-//! supported: classic members joining a non-empty consumer group and vice versa (no online
-//! migration), rack-aware assignment.
+//! rebalances. `topic_regex` resolves regex subscriptions (`SubscribedTopicRegex`).
+//! `migration` converts groups online between the protocols (`group.consumer.migration.policy`)
+//! and `classic_members` serves JoinGroup/SyncGroup/Heartbeat/LeaveGroup of classic members
+//! inside a consumer group; `embedded` reads and writes their embedded consumer protocol. Not
+//! supported: rack-aware assignment.
 
 mod assignor;
+mod classic_members;
+mod embedded;
 pub(crate) mod group;
 mod heartbeat;
+mod migration;
 mod reconcile;
 mod topic_regex;
 
 use skiff_protocol::{
     ConsumerGroupDescribeResponseAssignment, ConsumerGroupDescribeResponseDescribedGroup,
     ConsumerGroupDescribeResponseTopicPartitions, ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey, ConsumerGroupTargetAssignmentMetadataKey,
-    LeaveGroupResponse, Member, MemberIdentity, MemberResponse,
+    ConsumerGroupPartitionMetadataKey, ConsumerGroupTargetAssignmentMetadataKey, Member,
 };
 use skiff_types::ErrorCode;
 
 pub(crate) use group::ConsumerGroup;
 pub use group::TopicInfo;
 
-use crate::consumer::group::{Assignment, MemberState};
+use crate::consumer::group::{Assignment, ConsumerMember, MemberState};
 use crate::records::CoordinatorRecord;
 use crate::shard::{Group, GroupCoordinatorShard};
 use crate::timer::{TimerKey, TimerTask};
@@ -60,13 +64,10 @@ impl ConsumerGroup {
         let Some(m) = self.members.get(member_id) else {
             return Err(ErrorCode::UnknownMemberId);
         };
-        if version < COMMIT_MEMBER_EPOCH_MIN_VERSION {
+        if !m.uses_classic_protocol() && version < COMMIT_MEMBER_EPOCH_MIN_VERSION {
             return Err(ErrorCode::UnsupportedVersion);
         }
-        if epoch != m.member_epoch {
-            return Err(ErrorCode::StaleMemberEpoch);
-        }
-        Ok(())
+        validate_member_epoch(m, epoch)
     }
 
     /// Kafka's `ConsumerGroup.validateOffsetFetch` (OffsetFetch v9 with a member id).
@@ -78,10 +79,19 @@ impl ConsumerGroup {
         let Some(m) = self.members.get(member_id) else {
             return Err(ErrorCode::UnknownMemberId);
         };
-        if epoch != m.member_epoch {
-            return Err(ErrorCode::StaleMemberEpoch);
-        }
+        validate_member_epoch(m, epoch)
+    }
+}
+
+/// Kafka's `validateMemberEpoch`: a classic member's generation is its member epoch, and a
+/// mismatch is ILLEGAL_GENERATION for it, STALE_MEMBER_EPOCH for a consumer-protocol member.
+fn validate_member_epoch(m: &ConsumerMember, epoch: i32) -> Result<(), ErrorCode> {
+    if epoch == m.member_epoch {
         Ok(())
+    } else if m.uses_classic_protocol() {
+        Err(ErrorCode::IllegalGeneration)
+    } else {
+        Err(ErrorCode::StaleMemberEpoch)
     }
 }
 
@@ -201,11 +211,16 @@ impl GroupCoordinatorShard {
                     m.state,
                     m.member_epoch,
                     m.rebalance_timeout_ms,
+                    m.classic.as_ref().map(|c| c.session_timeout_ms),
                 ));
             }
         }
-        for (group, member, state, epoch, rebalance_ms) in timers {
-            let session = i64::from(self.consumer_session_timeout_ms(&group));
+        for (group, member, state, epoch, rebalance_ms, classic_session) in timers {
+            let session = i64::from(
+                classic_session
+                    .unwrap_or_else(|| self.consumer_session_timeout_ms(&group))
+                    .max(1),
+            );
             self.core.schedule(
                 TimerKey::ConsumerSession {
                     group: group.clone(),
@@ -252,25 +267,5 @@ impl GroupCoordinatorShard {
             ConsumerGroupMetadataKey { group_id: id },
             None,
         ));
-    }
-
-    /// A classic LeaveGroup naming a KIP-848 group: its members are not classic members.
-    pub(crate) fn leave_consumer_group(
-        &mut self,
-        _group: &str,
-        ids: &[MemberIdentity],
-    ) -> LeaveGroupResponse {
-        let members = ids
-            .iter()
-            .map(|m| MemberResponse {
-                member_id: m.member_id.clone(),
-                group_instance_id: m.group_instance_id.clone(),
-                error_code: ErrorCode::UnknownMemberId.code(),
-            })
-            .collect();
-        LeaveGroupResponse {
-            members,
-            ..Default::default()
-        }
     }
 }
