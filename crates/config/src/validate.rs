@@ -325,6 +325,20 @@ mod tests {
     }
 
     #[test]
+    fn migration_policy_takes_kafkas_four_names_in_any_case() {
+        let spec = keys::broker_key("group.consumer.migration.policy").unwrap();
+        for ok in ["bidirectional", "UPGRADE", "Downgrade", "disabled"] {
+            assert!(check_broker_value(spec, ok).is_ok(), "{ok}");
+        }
+        let e = check_broker_value(spec, "sideways").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn delivery_delay_needs_long_enough_retention() {
         let m = |pairs: &[(&str, &str)]| {
             pairs

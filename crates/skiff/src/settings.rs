@@ -126,7 +126,7 @@ pub fn group_settings(cfg: &BrokerConfig) -> GroupSettings {
     }
     if let Some(p) = cfg
         .value("group.consumer.migration.policy")
-        .and_then(|v| skiff_group::MigrationPolicy::parse(&v))
+        .and_then(|v| skiff_server::coordinator::MigrationPolicy::parse(&v))
     {
         c.consumer_migration_policy = p;
     }
@@ -238,6 +238,7 @@ mod tests {
                 "group.consumer.min.heartbeat.interval.ms=400",
                 "group.consumer.max.heartbeat.interval.ms=900",
                 "group.consumer.assignors=range",
+                "group.consumer.migration.policy=UPGRADE",
             ]),
             skiff_types::Clock::manual(0),
         )
@@ -270,6 +271,10 @@ mod tests {
             (8000, 20000, 400, 900)
         );
         assert_eq!(g.config.consumer_assignors, vec!["range"]);
+        assert_eq!(
+            g.config.consumer_migration_policy,
+            skiff_server::coordinator::MigrationPolicy::Upgrade
+        );
         assert!(g.config.validate().is_ok());
     }
 

@@ -50,6 +50,7 @@ use crate::handlers::Reply;
 
 pub use offsets_log::OffsetsLogError;
 pub use settings::{GroupSettings, OFFSETS_TOPIC};
+pub use skiff_group::MigrationPolicy;
 
 /// What a shard owes one request: its response, or an error code the handler shapes itself.
 pub type ShardResult = Result<Response, ErrorCode>;
