@@ -22,7 +22,9 @@ Commands (ONE JSON line out, see _common.py):
 - fenced: two live consumers with the same group.instance.id; the older must fail fatally;
 - max_size: p.count members join a group on a broker with a small group.max.size;
 - regex: a KIP-848 member with a regex subscription gets the matching topics, and a matching
-  topic created later.
+  topic created later;
+- migration: classic members and a group.protocol=consumer member in one group (online
+  upgrade), then the consumer member leaves (online downgrade).
 
 Usage: groups_ck.py COMMAND JSON.
 """
@@ -647,6 +649,124 @@ def max_size(p):
     return out
 
 
+class Committing(threading.Thread):
+    """A member that consumes p.topic and commits each record synchronously (the commit
+    carries its generation, i.e. its member epoch once the group is a consumer group);
+    records consumed values, commit errors and fatal errors."""
+
+    def __init__(self, p, name, extra):
+        super().__init__(daemon=True)
+        self.p, self.name, self.extra = p, name, extra
+        self.stop_flag = threading.Event()
+        self.assigned = []
+        self.values = []
+        self.commit_errors = []
+        self.errors = []
+        self.error = None
+
+    def note_error(self, e):
+        if e.fatal() or e.code() == ck.KafkaError._FATAL:
+            self.errors.append(str(e))
+
+    def run(self):
+        try:
+            conf = ADAPTER.conf(self.p, dict(self.extra, **{"client.id": self.name}))
+            conf["error_cb"] = self.note_error
+            c = ck.Consumer(conf)
+            c.subscribe([self.p["topic"]])
+            while not self.stop_flag.is_set():
+                m = c.poll(0.1)
+                self.assigned = sorted(tp.partition for tp in c.assignment())
+                if m is None:
+                    continue
+                if m.error():
+                    if m.error().code() != ck.KafkaError._PARTITION_EOF:
+                        self.note_error(m.error())
+                    continue
+                self.values.append(m.value().decode())
+                try:
+                    c.commit(message=m, asynchronous=False)
+                except ck.KafkaException as e:
+                    # A commit racing a rebalance is refused (and retried by the next record).
+                    code = e.args[0].code()
+                    if code not in (ck.KafkaError.REBALANCE_IN_PROGRESS, ck.KafkaError.ILLEGAL_GENERATION):
+                        self.commit_errors.append(str(e))
+            c.close()
+        except Exception:
+            self.error = traceback.format_exc()
+
+
+def migration(p):
+    """Online migration with stock clients: two classic members (range) share p.topic; a
+    group.protocol=consumer member joins the same group (the coordinator upgrades it to a
+    consumer group); later it leaves (the group downgrades to classic). Every phase waits,
+    up to p.wait_s, for the members' assignments to cover p.topic's partitions disjointly, and
+    for every record produced so far to be consumed. Reports each phase's group type (from
+    ListGroups), assignments and timing, plus fatal and commit errors."""
+    parts = p["partitions"]
+    a = AdminClient({"bootstrap.servers": p["bootstrap"]})
+    prod = ck.Producer({"bootstrap.servers": p["bootstrap"], "linger.ms": 5})
+    produced = []
+
+    def produce(tag):
+        for i in range(parts):
+            v = "%s-%d" % (tag, i)
+            prod.produce(p["topic"], v.encode(), partition=i)
+            produced.append(v)
+        prod.flush(15)
+
+    def group_type():
+        for g in a.list_consumer_groups(request_timeout=15).result().valid:
+            if g.group_id == p["group"]:
+                return str(g.type).split(".")[-1].lower()
+        return None
+
+    def settle(members, phase, want_type):
+        t0 = time.time()
+        deadline = t0 + p["wait_s"]
+        seen = {}
+        while time.time() < deadline:
+            owned = [m.assigned for m in members]
+            flat = sorted(x for o in owned for x in o)
+            consumed = set(v for m in members for v in m.values)
+            kind = group_type()
+            if flat == list(range(parts)) and all(owned) and consumed >= set(produced) and kind == want_type:
+                break
+            time.sleep(0.2)
+        seen = {
+            "type": group_type(),
+            "assigned": {m.name: m.assigned for m in members},
+            "all_consumed": set(produced) <= set(v for m in members for v in m.values),
+            "ms": int((time.time() - t0) * 1000),
+        }
+        progress({"phase": phase, "seen": seen})
+        return seen
+
+    classic = [Committing(p, "classic-%d" % i, {}) for i in range(2)]
+    for m in classic:
+        m.start()
+    produce("a")
+    out = {"phases": {}}
+    out["phases"]["classic"] = settle(classic, "classic", "classic")
+    modern = Committing(p, "modern", {"group.protocol": "consumer"})
+    modern.start()
+    produce("b")
+    out["phases"]["mixed"] = settle(classic + [modern], "mixed", "consumer")
+    modern.stop_flag.set()
+    modern.join(groups_common.WAIT_S)
+    produce("c")
+    out["phases"]["downgraded"] = settle(classic, "downgraded", "classic")
+    for m in classic:
+        m.stop_flag.set()
+    for m in classic:
+        m.join(groups_common.WAIT_S)
+    everyone = classic + [modern]
+    out["fatal"] = [e for m in everyone for e in m.errors]
+    out["commit_errors"] = [e for m in everyone for e in m.commit_errors]
+    out["thread_errors"] = [m.error for m in everyone if m.error]
+    return out
+
+
 if __name__ == "__main__":
     main(
         {
@@ -667,5 +787,6 @@ if __name__ == "__main__":
             "cooperative": cooperative,
             "fenced": fenced,
             "max_size": max_size,
+            "migration": migration,
         }
     )

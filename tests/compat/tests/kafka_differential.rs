@@ -17,6 +17,14 @@
 //!   reports it as DYNAMIC_DEFAULT_BROKER_CONFIG; Skiff has no ELR and reports the static
 //!   default (same value and flags).
 //!
+//! - Online group migration (issue 15 item 1, `group.consumer.migration.policy`
+//!   bidirectional, both brokers' default): two classic confluent-kafka members, then a
+//!   `group.protocol=consumer` member joins the group and later leaves (`groups_ck.py
+//!   migration`). Compared per phase: the group type ListGroups reports, how many members
+//!   hold partitions, that they cover the topic disjointly, that every record is consumed,
+//!   and that no client saw a fatal or commit error. Which member gets which partition is the
+//!   assignors' choice and is not compared.
+//!
 //! A difference fails the test unless the scenario says why Skiff answers otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -195,5 +203,52 @@ fn kafka_differential_create_topics_and_list_offsets() {
             differences.join("\n")
         );
     }
+
+    // ---- Online migration classic -> consumer -> classic -------------------------------------
+    let migration = |bootstrap: &str| {
+        admin(
+            bootstrap,
+            "create_topic",
+            json!({"topic": "d-mig", "partitions": 6}),
+        );
+        let r = python(
+            Python::PyPi,
+            "groups_ck.py",
+            "migration",
+            &json!({
+                "bootstrap": bootstrap, "group": "d-mig", "topic": "d-mig", "partitions": 6,
+                "wait_s": 40,
+            }),
+        );
+        // The shape of each phase, without who holds what.
+        let mut shape = json!({});
+        for phase in ["classic", "mixed", "downgraded"] {
+            let p = &r["phases"][phase];
+            let assigned = p["assigned"].as_object().cloned().unwrap_or_default();
+            let mut all: Vec<i64> = assigned
+                .values()
+                .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+                .filter_map(|x| x.as_i64())
+                .collect();
+            all.sort_unstable();
+            shape[phase] = json!({
+                "type": p["type"],
+                "members_holding": assigned.values().filter(|v| v.as_array().is_some_and(|a| !a.is_empty())).count(),
+                "partitions": all,
+                "all_consumed": p["all_consumed"],
+            });
+        }
+        for e in ["fatal", "commit_errors", "thread_errors"] {
+            shape[e] = r[e].clone();
+        }
+        println!("migration on {bootstrap}: {r}");
+        shape
+    };
+    let (km, sm) = (migration(&k), migration(&s));
+    assert_eq!(
+        km, sm,
+        "online migration differs from Apache Kafka: kafka {km} vs skiff {sm}"
+    );
+    assert_eq!(km["mixed"]["type"], json!("consumer"), "{km}");
     drop(kafka);
 }
