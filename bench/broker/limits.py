@@ -1,6 +1,6 @@
 """The machine's limits for the broker benchmark, measured in the same run as the brokers.
 
-Mental model: two figures no broker can beat on this machine, each measured with the same
+Mental model: figures no broker can beat on this machine, each measured with the same
 core pinning as the brokers (the "broker" side on core 1, the "client" side on core 0):
   - raw write: `dd if=/dev/zero of=<dir>/raw bs=1M count=2048` (issue 2's limit) into the
     work dir, i.e. the filesystem Skiff's log dirs are on; after an untimed sync; MB/s =
@@ -16,6 +16,8 @@ core pinning as the brokers (the "broker" side on core 1, the "client" side on c
     on this machine: on loopback the receiver's TCP input path mostly runs in the sender's
     context (softirq on the sending core), so it lands in the sender's system time, exactly
     as it does for a broker.
+  - latency floor (for the p99.9/p50 target): `skiff-bench latency-floor`, a bare relay with a
+    log's writes and roll flushes between a paced client's two connections (see its module).
 Owns only the files it creates in the work dir; single-threaded.
 """
 
@@ -168,3 +170,23 @@ def dd_write_cost(directory, mib=2048):
         raise BenchError("dd failed: %s" % err)
     mb = int(m.group(1)) / 1e6
     return mb / float(m.group(2)), (ru.ru_utime + ru.ru_stime) * 1000.0 / mb
+
+
+def latency_floor(floor_bin, log_dir, rate, secs, size=1024):
+    """The latency floor (`skiff-bench latency-floor`): the relay on the broker core, writing to
+    segment files in `log_dir` (None: no disk), the paced client on the generator core; returns
+    the client's JSON (p50/p99/p999/max ms, samples, achieved rec/s)."""
+    relay_args = ["latency-floor", "--role", "relay", "--addr", "127.0.0.1:0"]
+    if log_dir:
+        relay_args += ["--log-dir", os.path.join(log_dir, "latency-floor")]
+    relay = subprocess.Popen(["taskset", "-c", BROKER_CPU, floor_bin] + relay_args, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    port = relay.stdout.readline().strip()
+    client = subprocess.run(
+        ["taskset", "-c", GENERATOR_CPU, floor_bin, "latency-floor", "--role", "client", "--addr",
+         "127.0.0.1:" + port, "--rate", str(int(rate)), "--size", str(size), "--secs", str(secs)],
+        capture_output=True, text=True, timeout=secs * 4 + 60)
+    _, relay_err = relay.communicate(timeout=120)
+    if client.returncode != 0 or relay.returncode != 0:
+        raise BenchError("latency floor failed: %s %s" % (client.stderr, relay_err))
+    return json.loads(client.stdout)

@@ -131,8 +131,11 @@ fi
 if [ -n "$vs_kafka" ]; then
     skiff="${BENCH_SKIFF_BIN:-$ROOT/target/release/skiff}"
     if [ -z "${BENCH_SKIFF_BIN:-}" ]; then
-        log "building skiff (release)"
-        cargo build --release --locked -p skiff
+        log "building skiff and skiff-bench (release; skiff-bench's latency-floor is the latency phase's floor)"
+        cargo build --release --locked -p skiff -p skiff-bench
+    else
+        log "building skiff-bench (release; the latency floor)"
+        cargo build --release --locked -p skiff-bench
     fi
     log "fetching Apache Kafka (Maven)"
     "$ROOT/scripts/kafka-reference.sh" fetch >/dev/null
@@ -140,6 +143,7 @@ if [ -n "$vs_kafka" ]; then
     log "Skiff vs Apache Kafka vs Tansu (brokers on CPU 1, generators on CPU 0)"
     exec python3 -B "$HERE/vs_kafka.py" \
         --skiff "$skiff" --tansu "$tansu" --perf "$perf" --work "$CACHE/vs-kafka-$$" \
+        --floor-bin "$ROOT/target/release/skiff-bench" \
         --label "skiff=$("$skiff" --version), binary $skiff (sha256 $(sha256sum "$skiff" | cut -c1-16)); this script at $git_rev" \
         --label "kafka=Apache Kafka $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/tests/kafka-ref/pom.xml") on $(java -version 2>&1 | head -1), $(KAFKA_REF_PROFILE=bench "$ROOT/scripts/kafka-reference.sh" jvm-opts | tr '\n' ' ')" \
         --label "tansu=$tansu_version ($TANSU_WHEEL_SPEC)" \

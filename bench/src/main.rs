@@ -23,6 +23,10 @@
 //!   req/s per 1-s window and latency across all of them, unclean/clean restart to ready,
 //!   SIGTERM shutdown. See [`partitions`].
 //!
+//! - `latency-floor` (issue 14, p99.9/p50): one side of a bare relay (loopback TCP both ways,
+//!   a log's writes and roll flushes, no protocol), the machine's floor under the broker
+//!   latency phase. See [`latency_floor`].
+//!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
 
@@ -31,6 +35,7 @@ mod compaction;
 mod delivery;
 mod durable;
 mod index;
+mod latency_floor;
 mod machine;
 mod partitions;
 mod payload;
@@ -102,6 +107,9 @@ enum Command {
     /// One side of the sendfile floor of the broker benchmark's C1 cell (used by
     /// bench/broker/limits.py): a page-cache file over TCP in 1 MiB sendfile calls.
     SendfileFloor(sendfile_floor::Args),
+    /// One side of the latency floor of the broker benchmark's latency phase (used by
+    /// bench/broker/vs_kafka.py): a bare relay with a log's I/O, and its paced client.
+    LatencyFloor(latency_floor::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -124,6 +132,7 @@ fn main() -> anyhow::Result<()> {
         Command::Produce(args) => produce_gen::main(args),
         Command::Compaction { dir, quick } => compaction::run(&dir, &compaction::Options { quick }),
         Command::SendfileFloor(args) => sendfile_floor::main(args),
+        Command::LatencyFloor(args) => latency_floor::main(args),
         Command::Partitions(args) => partitions::main(args),
     }
 }

@@ -12,7 +12,8 @@ use std::process::Command;
 
 use crate::emit_files::{ApiPair, api_file, message_file, mod_file, module_name, random_file};
 use crate::ir::{Kind, Message, resolve};
-use crate::model::{Versions, load};
+use crate::model::{Versions, load_patched};
+use crate::patches;
 use crate::table::{APIS, HEADERS, INTERNAL};
 
 /// Names of hand-written items in `skiff-protocol` that generated structs must not shadow.
@@ -110,7 +111,8 @@ pub fn output_dir(repo_root: &Path) -> PathBuf {
 }
 
 fn load_resolved(specs: &Path, file: &str, clip: Option<(i16, i16)>) -> Result<Message, String> {
-    let spec = load(&specs.join(file))?;
+    let patch = patches::patch_for(&patches::patch_dir(), file)?;
+    let spec = load_patched(&specs.join(file), patch.as_ref())?;
     let valid = Versions::parse(&spec.valid_versions)?;
     let range = match clip {
         Some((lo, hi)) => {

@@ -12,7 +12,9 @@
 //! Codegen pipeline: [`model`] (serde mirror of the JSON, comment stripping, version ranges)
 //! -> [`ir`] (resolved structs with versions clipped to what Skiff generates) -> [`emit`] /
 //! [`emit_random`] / [`emit_files`] (Rust source as strings) -> rustfmt -> write or compare
-//! ([`codegen`]). What gets generated, and for which versions, is the one table in [`table`].
+//! ([`codegen`]). What gets generated, and for which versions, is the one table in [`table`];
+//! versions newer than the shared definitions come from Skiff's patches ([`patches`],
+//! `xtask/specs/`).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -23,6 +25,7 @@ pub mod emit_random;
 pub mod ir;
 pub mod model;
 pub mod names;
+pub mod patches;
 pub mod table;
 pub mod tidy;
 

@@ -187,12 +187,23 @@ pub fn strip_comments(text: &str) -> String {
 
 /// Reads and parses one definition file.
 pub fn load(path: &std::path::Path) -> Result<MessageSpec, String> {
+    load_patched(path, None)
+}
+
+/// [`load`], with Skiff's widening ([`crate::patches`]) applied to the JSON first.
+pub fn load_patched(
+    path: &std::path::Path,
+    patch: Option<&crate::patches::Patch>,
+) -> Result<MessageSpec, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // Through a `Value` first: Kafka's files are read by Jackson, which keeps the last of a
     // duplicated key (DescribeTopicPartitionsRequest.json repeats a field's "versions"); the
     // derived struct decoder would refuse it.
-    let value: serde_json::Value = serde_json::from_str(&strip_comments(&text))
+    let mut value: serde_json::Value = serde_json::from_str(&strip_comments(&text))
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(patch) = patch {
+        crate::patches::apply(&mut value, patch, &path.display().to_string())?;
+    }
     serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
 }
 

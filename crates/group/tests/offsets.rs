@@ -315,7 +315,7 @@ fn list_describe_and_delete_groups() {
         "classic groups are not of type consumer"
     );
 
-    let d = h.shard.describe_group(GROUP);
+    let d = h.shard.describe_group(GROUP, 5);
     assert_eq!(
         (
             d.error_code,
@@ -332,7 +332,18 @@ fn list_describe_and_delete_groups() {
     );
     assert_eq!(m.member_metadata, subscription(&["t"]));
     assert!(!m.member_assignment.is_empty());
-    assert_eq!(h.shard.describe_group("nobody").group_state, "Dead");
+    let gone = h.shard.describe_group("nobody", 5);
+    assert_eq!((gone.group_state.as_str(), gone.error_code), ("Dead", 0));
+    // v6 (KIP-1043): the same group is an error with a message.
+    let gone = h.shard.describe_group("nobody", 6);
+    assert_eq!(
+        (
+            gone.group_state.as_str(),
+            gone.error_code,
+            gone.error_message.as_deref()
+        ),
+        ("Dead", 69, Some("Group nobody not found."))
+    );
 
     let delete = |h: &mut Harness, names: &[&str]| -> Vec<i16> {
         let ctx = RequestContext::new(999, 2);

@@ -15,7 +15,11 @@
 //! - issue 15 item 4: describeTopics (DescribeTopicPartitions, paged), electLeaders,
 //!   alter/listPartitionReassignments, alterReplicaLogDirs (a real move between two log dirs,
 //!   surviving kill -9), describeMetadataQuorum, listClientMetricsResources;
-//! - differential: the same four scenarios against Apache Kafka itself ([`KafkaNode`]) give
+//! - listConfigResources by type (ListConfigResources v1, KIP-1142), alterPartitionReassignments
+//!   with `allowReplicationFactorChange(false)` (v1, KIP-860), and describeConsumerGroups of a
+//!   group with a classic and a consumer-protocol member (ConsumerGroupDescribe v1's member
+//!   type, KIP-1043);
+//! - differential: the same six scenarios against Apache Kafka itself ([`KafkaNode`]) give
 //!   the same JSON, apart from cluster id, addresses and member ids.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -285,6 +289,11 @@ fn java_scenarios_match_apache_kafka() {
         ("admin", json!({"topic": "ja", "group": "ja-group"})),
         ("cluster_ops", json!({"topic": "jc"})),
         (
+            "config_resources",
+            json!({"topic": "jr", "group": "jr-group"}),
+        ),
+        ("mixed_group", json!({"topic": "jm", "group": "jm-group"})),
+        (
             "group",
             json!({"topic": "jg", "group": "jg-848", "protocol": "consumer", "records": 10}),
         ),
@@ -299,9 +308,12 @@ fn java_scenarios_match_apache_kafka() {
         let mut on_skiff = params;
         on_skiff["bootstrap"] = json!(skiff.bootstrap());
         let want = without_identity(timed(command, &on_kafka));
-        if command == "cluster_ops" {
-            // The single-node expectations are Kafka's own answers.
-            check_cluster_ops(&want);
+        // The single-node expectations are Kafka's own answers.
+        match command {
+            "cluster_ops" => check_cluster_ops(&want),
+            "config_resources" => check_config_resources(&want, "jr", "jr-group"),
+            "mixed_group" => check_mixed_group(&want),
+            _ => {}
         }
         let got = without_identity(timed(command, &on_skiff));
         assert_eq!(
@@ -370,6 +382,84 @@ fn java_admin_single_node_cluster_apis() {
         &json!({"bootstrap": b.bootstrap(), "topic": "jc"}),
     );
     check_cluster_ops(&out);
+}
+
+/// ListConfigResources v1 per type (KIP-1142) and AlterPartitionReassignments v1 (KIP-860), as
+/// Apache Kafka 4.1 answers them on one node.
+fn check_config_resources(out: &Value, topic: &str, group: &str) {
+    let t = format!("TOPIC:{topic}");
+    let g = format!("GROUP:{group}");
+    assert_eq!(
+        out["by_type"],
+        json!({
+            "TOPIC": ["TOPIC:__consumer_offsets", t],
+            "BROKER": ["BROKER:node"],
+            "BROKER_LOGGER": ["BROKER_LOGGER:node"],
+            "CLIENT_METRICS": [],
+            "GROUP": [g],
+        }),
+        "{out}"
+    );
+    assert_eq!(
+        out["all_types"],
+        json!([
+            "BROKER:node",
+            "BROKER_LOGGER:node",
+            g,
+            "TOPIC:__consumer_offsets",
+            t
+        ]),
+        "{out}"
+    );
+    assert_eq!(
+        out["topic_and_group"],
+        json!([g, "TOPIC:__consumer_offsets", t]),
+        "{out}"
+    );
+    assert_eq!(out["unknown_type"], "UnsupportedVersionException", "{out}");
+    assert_eq!(out["client_metrics_v0"], 0, "{out}");
+    assert_eq!(out["reassign_same_fixed_rf"], "ok", "{out}");
+    assert_eq!(
+        out["reassign_unknown_broker_fixed_rf"], "InvalidReplicaAssignmentException",
+        "{out}"
+    );
+    assert_eq!(
+        out["reassign_cancel_fixed_rf"], "NoReassignmentInProgressException",
+        "{out}"
+    );
+}
+
+/// A classic and a consumer-protocol member in one group: describeConsumerGroups tells the
+/// upgraded one (ConsumerGroupDescribe v1 MemberType); the group is classic again after the
+/// consumer-protocol member leaves.
+fn check_mixed_group(out: &Value) {
+    assert_eq!(
+        out,
+        &json!({
+            "classic_alone": 2,
+            "mixed_assignments": "1+1",
+            "mixed_type": "Consumer",
+            "mixed_members": ["false:1", "true:1"],
+            "classic_again": 2,
+            "after_type": "Classic",
+            "after_members": ["unknown"],
+        })
+    );
+}
+
+#[test]
+fn java_admin_config_resources_and_a_mixed_protocol_group() {
+    let b = Broker::start();
+    let out = timed(
+        "config_resources",
+        &json!({"bootstrap": b.bootstrap(), "topic": "jr", "group": "jr-group"}),
+    );
+    check_config_resources(&out, "jr", "jr-group");
+    let out = timed(
+        "mixed_group",
+        &json!({"bootstrap": b.bootstrap(), "topic": "jm", "group": "jm-group"}),
+    );
+    check_mixed_group(&out);
 }
 
 /// AlterReplicaLogDirs moves a partition's log between two `log.dirs` for real: the data is

@@ -3,7 +3,8 @@
 //! pinned KRaft single node of `scripts/kafka-reference.sh`) and to Skiff; the answers are
 //! compared field by field after normalising what legitimately differs (producer ids, node
 //! ids, numbers inside messages, which carry clocks and ids). These are the requests no stock
-//! client will send: bad produce input, OffsetForLeaderEpoch, ApiVersions, broker configs.
+//! client will send: bad produce input, OffsetForLeaderEpoch, ApiVersions, broker configs,
+//! DescribeGroups v5/v6 of groups it does not describe.
 //!
 //! One Kafka start is shared by every scenario (CI budget). A difference fails the test unless
 //! a table here says why Skiff answers otherwise:
@@ -45,12 +46,6 @@ const API_DIFFERENCES: &[ApiDifference] = &[
         Some((0, 12)),
         "Metadata v13 (KIP-1102 REBOOTSTRAP_REQUIRED): #16",
     ),
-    (
-        15,
-        Some((0, 6)),
-        Some((0, 5)),
-        "DescribeGroups v6 (KIP-1043 error message per group): #15",
-    ),
     (17, Some((0, 1)), None, "SaslHandshake: #19"),
     (24, Some((0, 5)), None, "AddPartitionsToTxn: #18"),
     (25, Some((0, 4)), None, "AddOffsetsToTxn: #18"),
@@ -65,13 +60,6 @@ const API_DIFFERENCES: &[ApiDifference] = &[
     (39, Some((1, 2)), None, "RenewDelegationToken: #19"),
     (40, Some((1, 2)), None, "ExpireDelegationToken: #19"),
     (41, Some((1, 3)), None, "DescribeDelegationToken: #19"),
-    (
-        45,
-        Some((0, 1)),
-        Some((0, 0)),
-        "AlterPartitionReassignments v1 (KIP-860 AllowReplicationFactorChange): the message \
-         definitions Skiff generates from are v0 only",
-    ),
     (48, Some((0, 1)), None, "DescribeClientQuotas: #20"),
     (49, Some((0, 1)), None, "AlterClientQuotas: #20"),
     (50, Some((0, 0)), None, "DescribeUserScramCredentials: #19"),
@@ -86,19 +74,6 @@ const API_DIFFERENCES: &[ApiDifference] = &[
     (64, Some((0, 0)), None, "UnregisterBroker: #16"),
     (65, Some((0, 0)), None, "DescribeTransactions: #18"),
     (66, Some((0, 2)), None, "ListTransactions: #18"),
-    (
-        69,
-        Some((0, 1)),
-        Some((0, 0)),
-        "ConsumerGroupDescribe v1 (KIP-1043): #15",
-    ),
-    (
-        74,
-        Some((0, 1)),
-        Some((0, 0)),
-        "ListConfigResources v1 (KIP-1142 resource types): the definitions Skiff generates \
-         from are ListClientMetricsResources v0",
-    ),
     (
         76,
         Some((1, 1)),
@@ -477,6 +452,71 @@ fn broker_configs(bootstrap: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// DescribeGroups v5 and v6 (KIP-1043) of an unknown group, a KIP-848 consumer group (made by
+/// one ConsumerGroupHeartbeat, retried while the coordinator loads) and an empty group id:
+/// "v<version> <group>" -> "<error> <state> <message>".
+fn describe_groups_scenario(bootstrap: &str) -> BTreeMap<String, String> {
+    let mut c = connect(bootstrap);
+    create(&mut c, "dg", &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // FindCoordinator first: it is what creates __consumer_offsets on Kafka.
+    loop {
+        let req = FindCoordinatorRequest {
+            coordinator_keys: vec!["dg-848".into()],
+            ..FindCoordinatorRequest::default()
+        };
+        let ResponseBody::FindCoordinator(r) = c.call(4, req) else {
+            panic!("not a FindCoordinator response")
+        };
+        match r.coordinators.first().map(|k| k.error_code) {
+            Some(0) => break,
+            Some(14..=16) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            e => panic!("FindCoordinator: {e:?} {:?}", r.coordinators),
+        }
+    }
+    loop {
+        let req = ConsumerGroupHeartbeatRequest {
+            group_id: "dg-848".into(),
+            member_id: "dg-member-1".into(),
+            member_epoch: 0,
+            rebalance_timeout_ms: 30_000,
+            subscribed_topic_names: Some(vec!["dg".into()]),
+            topic_partitions: Some(Vec::new()),
+            ..ConsumerGroupHeartbeatRequest::default()
+        };
+        let ResponseBody::ConsumerGroupHeartbeat(r) = c.call(1, req) else {
+            panic!("not a ConsumerGroupHeartbeat response")
+        };
+        match r.error_code {
+            0 => break,
+            14..=16 if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            e => panic!("ConsumerGroupHeartbeat: error {e} {:?}", r.error_message),
+        }
+    }
+    // Sorted: brokers answer groups in the order their coordinators do.
+    let mut out = std::collections::BTreeMap::new();
+    for version in [5, 6] {
+        let req = DescribeGroupsRequest {
+            groups: vec!["dg-unknown".into(), "dg-848".into(), String::new()],
+            include_authorized_operations: false,
+        };
+        let ResponseBody::DescribeGroups(r) = c.call(version, req) else {
+            panic!("not a DescribeGroups response")
+        };
+        for g in r.groups {
+            out.insert(
+                format!("v{version} '{}'", g.group_id),
+                format!("{} {} {:?}", g.error_code, g.group_state, g.error_message),
+            );
+        }
+    }
+    out
+}
+
 #[test]
 fn kafka_wire_differential_produce_errors_offsets_api_versions_broker_configs() {
     let kafka = KafkaNode::start();
@@ -511,6 +551,12 @@ fn kafka_wire_differential_produce_errors_offsets_api_versions_broker_configs() 
         if got != want {
             failures.push(format!("offsets '{what}':\n  kafka {want}\n  skiff {got}"));
         }
+    }
+
+    // ---- DescribeGroups v5/v6 (KIP-1043) ------------------------------------------------
+    let (kd, sd) = (describe_groups_scenario(&k), describe_groups_scenario(&s));
+    if kd != sd {
+        failures.push(format!("DescribeGroups:\n  kafka {kd:?}\n  skiff {sd:?}"));
     }
 
     // ---- ApiVersions ranges --------------------------------------------------------------

@@ -40,6 +40,8 @@ public final class SkiffJavaClient {
             case "admin": out = admin(p); break;
             case "cluster_ops": out = clusterOps(p); break;
             case "log_dir_move": out = logDirMove(p); break;
+            case "config_resources": out = configResources(p); break;
+            case "mixed_group": out = mixedGroup(p); break;
             default: throw new IllegalArgumentException("unknown command " + args[0]);
         }
         System.out.println(M.writeValueAsString(out));
@@ -304,6 +306,105 @@ public final class SkiffJavaClient {
             Collection<ClientMetricsResourceListing> cm = a.listClientMetricsResources().all().get();
             out.put("client_metrics_resources", cm.size());
             a.deleteTopics(List.of(topic)).all().get();
+        }
+        return out;
+    }
+
+    /**
+     * ListConfigResources v1 (KIP-1142) per type, over this scenario's own topic and group and
+     * the node (other scenarios' resources share the broker, so only these names are kept), and
+     * AlterPartitionReassignments v1 (KIP-860) with replication-factor changes refused.
+     */
+    static ObjectNode configResources(JsonNode p) throws Exception {
+        String topic = p.get("topic").asText(), group = p.get("group").asText();
+        ObjectNode out = M.createObjectNode();
+        try (Admin a = Admin.create(base(p))) {
+            String node = String.valueOf(a.describeCluster().controller().get().id());
+            a.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+            a.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), List.of(
+                new AlterConfigOp(new ConfigEntry("consumer.session.timeout.ms", "50000"), AlterConfigOp.OpType.SET))))
+                .all().get();
+            TopicPartition p0 = new TopicPartition(topic, 0);
+            // A commit, so __consumer_offsets exists on both brokers.
+            a.alterConsumerGroupOffsets(group, Map.of(p0, new OffsetAndMetadata(0))).all().get();
+            java.util.function.Function<Collection<ConfigResource>, ArrayNode> mine = rs -> {
+                ArrayNode arr = M.createArrayNode();
+                rs.stream()
+                    .filter(r -> r.name().equals(topic) || r.name().equals(group) || r.name().equals(node)
+                        || r.name().equals("__consumer_offsets"))
+                    .map(r -> r.type() + ":" + (r.name().equals(node) ? "node" : r.name()))
+                    .sorted().forEach(arr::add);
+                return arr;
+            };
+            ObjectNode byType = out.putObject("by_type");
+            for (ConfigResource.Type t : List.of(ConfigResource.Type.TOPIC, ConfigResource.Type.BROKER,
+                    ConfigResource.Type.BROKER_LOGGER, ConfigResource.Type.CLIENT_METRICS, ConfigResource.Type.GROUP))
+                byType.set(t.toString(), mine.apply(a.listConfigResources(Set.of(t), new ListConfigResourcesOptions()).all().get()));
+            out.set("all_types", mine.apply(a.listConfigResources().all().get()));
+            out.set("topic_and_group", mine.apply(a.listConfigResources(
+                Set.of(ConfigResource.Type.TOPIC, ConfigResource.Type.GROUP), new ListConfigResourcesOptions()).all().get()));
+            out.put("unknown_type", outcome(a.listConfigResources(Set.of(ConfigResource.Type.UNKNOWN),
+                new ListConfigResourcesOptions()).all()));
+            @SuppressWarnings("deprecation")
+            Collection<ClientMetricsResourceListing> cm = a.listClientMetricsResources().all().get();
+            out.put("client_metrics_v0", cm.size());
+
+            int nodeId = Integer.parseInt(node);
+            AlterPartitionReassignmentsOptions fixedRf = new AlterPartitionReassignmentsOptions().allowReplicationFactorChange(false);
+            out.put("reassign_same_fixed_rf", outcome(a.alterPartitionReassignments(
+                Map.of(p0, Optional.of(new NewPartitionReassignment(List.of(nodeId)))), fixedRf).all()));
+            out.put("reassign_unknown_broker_fixed_rf", outcome(a.alterPartitionReassignments(
+                Map.of(p0, Optional.of(new NewPartitionReassignment(List.of(nodeId, nodeId + 100)))), fixedRf).all()));
+            out.put("reassign_cancel_fixed_rf", outcome(a.alterPartitionReassignments(
+                Map.of(p0, Optional.empty()), fixedRf).all()));
+            a.deleteConsumerGroups(List.of(group)).all().get();
+            a.deleteTopics(List.of(topic)).all().get();
+        }
+        return out;
+    }
+
+    /**
+     * A group with a classic member and a consumer-protocol member (KIP-848 online upgrade):
+     * describeConsumerGroups tells which member is upgraded (ConsumerGroupDescribe v1's
+     * MemberType, KIP-1043); when the consumer-protocol member leaves, the group is classic
+     * again and the classic member gets both partitions.
+     */
+    static ObjectNode mixedGroup(JsonNode p) throws Exception {
+        String topic = p.get("topic").asText(), gid = p.get("group").asText();
+        ObjectNode out = M.createObjectNode();
+        try (Admin a = Admin.create(base(p))) {
+            a.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get(15, TimeUnit.SECONDS);
+            Map<String, String> classic = Map.of("group.id", gid, "group.protocol", "classic",
+                "session.timeout.ms", "10000", "heartbeat.interval.ms", "300");
+            Map<String, String> modern = Map.of("group.id", gid, "group.protocol", "consumer");
+            try (KafkaConsumer<byte[], byte[]> c1 = consumer(p, classic)) {
+                c1.subscribe(List.of(topic));
+                long end = System.currentTimeMillis() + DEADLINE_MS;
+                while (c1.assignment().size() != 2 && System.currentTimeMillis() < end) c1.poll(Duration.ofMillis(100));
+                out.put("classic_alone", c1.assignment().size());
+                try (KafkaConsumer<byte[], byte[]> c2 = consumer(p, modern)) {
+                    c2.subscribe(List.of(topic));
+                    end = System.currentTimeMillis() + DEADLINE_MS;
+                    while ((c1.assignment().size() != 1 || c2.assignment().size() != 1) && System.currentTimeMillis() < end) {
+                        c1.poll(Duration.ofMillis(50));
+                        c2.poll(Duration.ofMillis(50));
+                    }
+                    out.put("mixed_assignments", c1.assignment().size() + "+" + c2.assignment().size());
+                    ConsumerGroupDescription d = a.describeConsumerGroups(List.of(gid)).all().get().get(gid);
+                    out.put("mixed_type", d.type().toString());
+                    ArrayNode ms = out.putArray("mixed_members");
+                    d.members().stream()
+                        .map(m -> m.upgraded().map(String::valueOf).orElse("unknown") + ":" + m.assignment().topicPartitions().size())
+                        .sorted().forEach(ms::add);
+                }
+                end = System.currentTimeMillis() + DEADLINE_MS;
+                while (c1.assignment().size() != 2 && System.currentTimeMillis() < end) c1.poll(Duration.ofMillis(100));
+                out.put("classic_again", c1.assignment().size());
+                ConsumerGroupDescription d = a.describeConsumerGroups(List.of(gid)).all().get().get(gid);
+                out.put("after_type", d.type().toString());
+                ArrayNode ms = out.putArray("after_members");
+                d.members().stream().map(m -> m.upgraded().map(String::valueOf).orElse("unknown")).sorted().forEach(ms::add);
+            }
         }
         return out;
     }

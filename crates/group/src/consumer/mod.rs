@@ -49,6 +49,10 @@ pub struct GroupOverrides {
 /// OffsetCommit v9+ is required of KIP-848 members.
 const COMMIT_MEMBER_EPOCH_MIN_VERSION: i16 = 9;
 
+/// ConsumerGroupDescribe v1's `MemberType` (KIP-1043): which protocol a member speaks.
+const MEMBER_TYPE_CLASSIC: i8 = 0;
+const MEMBER_TYPE_CONSUMER: i8 = 1;
+
 impl ConsumerGroup {
     /// Kafka's `ConsumerGroup.validateOffsetCommit`: a simple commit (epoch < 0) only to an
     /// empty group; otherwise a member, at its current epoch, on OffsetCommit v9+.
@@ -186,6 +190,12 @@ impl GroupCoordinatorShard {
                 target_assignment: describe(
                     &g.target.get(&m.member_id).cloned().unwrap_or_default(),
                 ),
+                // KIP-1043 (v1): a member still on the classic protocol during a migration.
+                member_type: if m.classic.is_some() {
+                    MEMBER_TYPE_CLASSIC
+                } else {
+                    MEMBER_TYPE_CONSUMER
+                },
             })
             .collect();
         out

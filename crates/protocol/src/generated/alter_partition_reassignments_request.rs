@@ -5,16 +5,20 @@ use crate::wire::{self, WireWrite};
 use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 
-/// `AlterPartitionReassignmentsRequest` (api key 45), versions 0, flexible from 0.
+/// `AlterPartitionReassignmentsRequest` (api key 45), versions 0-1, flexible from 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterPartitionReassignmentsRequest {
     /// The time in ms to wait for the request to complete.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub timeout_ms: i32,
+    /// False: a target replica set whose size differs from the current one is refused (INVALID_REPLICATION_FACTOR).
+    ///
+    /// Versions 1.
+    pub allow_replication_factor_change: bool,
     /// The topics to reassign.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub topics: Vec<ReassignableTopic>,
 }
 
@@ -22,6 +26,7 @@ impl Default for AlterPartitionReassignmentsRequest {
     fn default() -> Self {
         Self {
             timeout_ms: 60000,
+            allow_replication_factor_change: true,
             topics: Vec::new(),
         }
     }
@@ -31,6 +36,9 @@ impl AlterPartitionReassignmentsRequest {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.timeout_ms = wire::read_i32(buf)?;
+        if version == 1 {
+            this.allow_replication_factor_change = wire::read_bool(buf)?;
+        }
         this.topics = wire::read_array(
             buf,
             true,
@@ -48,6 +56,15 @@ impl AlterPartitionReassignmentsRequest {
         version: i16,
     ) -> Result<(), EncodeError> {
         out.put_int32(self.timeout_ms);
+        if version == 1 {
+            out.put_bool(self.allow_replication_factor_change);
+        }
+        if version != 1 && !self.allow_replication_factor_change {
+            return Err(EncodeError::UnsupportedField {
+                field: "AlterPartitionReassignmentsRequest.allow_replication_factor_change",
+                version,
+            });
+        }
         wire::write_array(
             out,
             &self.topics,
@@ -63,6 +80,9 @@ impl AlterPartitionReassignmentsRequest {
     pub(crate) fn size(&self, version: i16) -> usize {
         let mut n = 0;
         n += 4;
+        if version == 1 {
+            n += 1;
+        }
         n += wire::array_size(&self.topics, true, |e| e.size(version));
         n += 1;
 
@@ -75,11 +95,11 @@ impl AlterPartitionReassignmentsRequest {
 pub struct ReassignableTopic {
     /// The topic name.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub name: String,
     /// The partitions to reassign.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub partitions: Vec<ReassignablePartition>,
 }
 
@@ -137,11 +157,11 @@ impl ReassignableTopic {
 pub struct ReassignablePartition {
     /// The partition index.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub partition_index: i32,
     /// The replicas to place the partitions on, or null to cancel a pending reassignment for this partition.
     ///
-    /// Versions 0; nullable 0.
+    /// Versions 0-1; nullable 0-1.
     pub replicas: Option<Vec<i32>>,
 }
 
@@ -205,7 +225,7 @@ impl ReassignablePartition {
 impl crate::Codec for AlterPartitionReassignmentsRequest {
     const NAME: &'static str = "AlterPartitionReassignmentsRequest";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 0;
+    const MAX_VERSION: i16 = 1;
     const FLEXIBLE_MIN: i16 = 0;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

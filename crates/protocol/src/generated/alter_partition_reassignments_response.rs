@@ -5,24 +5,28 @@ use crate::wire::{self, WireWrite};
 use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 
-/// `AlterPartitionReassignmentsResponse` (api key 45), versions 0, flexible from 0.
+/// `AlterPartitionReassignmentsResponse` (api key 45), versions 0-1, flexible from 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterPartitionReassignmentsResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub throttle_time_ms: i32,
+    /// The request's AllowReplicationFactorChange.
+    ///
+    /// Versions 1; ignorable.
+    pub allow_replication_factor_change: bool,
     /// The top-level error code, or 0 if there was no error.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub error_code: i16,
     /// The top-level error message, or null if there was no error.
     ///
-    /// Versions 0; nullable 0.
+    /// Versions 0-1; nullable 0-1.
     pub error_message: Option<String>,
     /// The responses to topics to reassign.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub responses: Vec<ReassignableTopicResponse>,
 }
 
@@ -30,6 +34,7 @@ impl Default for AlterPartitionReassignmentsResponse {
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
+            allow_replication_factor_change: true,
             error_code: 0,
             error_message: Some(String::new()),
             responses: Vec::new(),
@@ -41,6 +46,9 @@ impl AlterPartitionReassignmentsResponse {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.throttle_time_ms = wire::read_i32(buf)?;
+        if version == 1 {
+            this.allow_replication_factor_change = wire::read_bool(buf)?;
+        }
         this.error_code = wire::read_i16(buf)?;
         this.error_message = wire::read_nullable_string(
             buf,
@@ -65,6 +73,9 @@ impl AlterPartitionReassignmentsResponse {
         version: i16,
     ) -> Result<(), EncodeError> {
         out.put_int32(self.throttle_time_ms);
+        if version == 1 {
+            out.put_bool(self.allow_replication_factor_change);
+        }
         out.put_int16(self.error_code);
         wire::write_nullable_string(
             out,
@@ -88,6 +99,9 @@ impl AlterPartitionReassignmentsResponse {
     pub(crate) fn size(&self, version: i16) -> usize {
         let mut n = 0;
         n += 4;
+        if version == 1 {
+            n += 1;
+        }
         n += 2;
         n += wire::nullable_string_size(self.error_message.as_deref(), true);
         n += wire::array_size(&self.responses, true, |e| e.size(version));
@@ -102,11 +116,11 @@ impl AlterPartitionReassignmentsResponse {
 pub struct ReassignableTopicResponse {
     /// The topic name
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub name: String,
     /// The responses to partitions to reassign
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub partitions: Vec<ReassignablePartitionResponse>,
 }
 
@@ -165,15 +179,15 @@ impl ReassignableTopicResponse {
 pub struct ReassignablePartitionResponse {
     /// The partition index.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub partition_index: i32,
     /// The error code for this partition, or 0 if there was no error.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub error_code: i16,
     /// The error message for this partition, or null if there was no error.
     ///
-    /// Versions 0; nullable 0.
+    /// Versions 0-1; nullable 0-1.
     pub error_message: Option<String>,
 }
 
@@ -236,7 +250,7 @@ impl ReassignablePartitionResponse {
 impl crate::Codec for AlterPartitionReassignmentsResponse {
     const NAME: &'static str = "AlterPartitionReassignmentsResponse";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 0;
+    const MAX_VERSION: i16 = 1;
     const FLEXIBLE_MIN: i16 = 0;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

@@ -5,16 +5,16 @@ use crate::wire::{self, WireWrite};
 use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 
-/// `ConsumerGroupDescribeRequest` (api key 69), versions 0, flexible from 0.
+/// `ConsumerGroupDescribeRequest` (api key 69), versions 0-1, flexible from 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerGroupDescribeRequest {
     /// The ids of the groups to describe
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub group_ids: Vec<String>,
     /// Whether to include authorized operations.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub include_authorized_operations: bool,
 }
 
@@ -71,7 +71,7 @@ impl ConsumerGroupDescribeRequest {
 impl crate::Codec for ConsumerGroupDescribeRequest {
     const NAME: &'static str = "ConsumerGroupDescribeRequest";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 0;
+    const MAX_VERSION: i16 = 1;
     const FLEXIBLE_MIN: i16 = 0;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

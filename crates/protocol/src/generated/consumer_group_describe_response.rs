@@ -6,16 +6,16 @@ use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 use uuid::Uuid;
 
-/// `ConsumerGroupDescribeResponse` (api key 69), versions 0, flexible from 0.
+/// `ConsumerGroupDescribeResponse` (api key 69), versions 0-1, flexible from 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerGroupDescribeResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub throttle_time_ms: i32,
     /// Each described group.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub groups: Vec<ConsumerGroupDescribeResponseDescribedGroup>,
 }
 
@@ -73,39 +73,39 @@ impl ConsumerGroupDescribeResponse {
 pub struct ConsumerGroupDescribeResponseDescribedGroup {
     /// The describe error, or 0 if there was no error.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub error_code: i16,
     /// The top-level error message, or null if there was no error.
     ///
-    /// Versions 0; nullable 0.
+    /// Versions 0-1; nullable 0-1.
     pub error_message: Option<String>,
     /// The group ID string.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub group_id: String,
     /// The group state string, or the empty string.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub group_state: String,
     /// The group epoch.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub group_epoch: i32,
     /// The assignment epoch.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub assignment_epoch: i32,
     /// The selected assignor.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub assignor_name: String,
     /// The members.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub members: Vec<Member>,
     /// 32-bit bitfield to represent authorized operations for this group.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub authorized_operations: i32,
 }
 
@@ -232,44 +232,48 @@ impl ConsumerGroupDescribeResponseDescribedGroup {
 pub struct Member {
     /// The member ID.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub member_id: String,
     /// The member instance ID.
     ///
-    /// Versions 0; nullable 0.
+    /// Versions 0-1; nullable 0-1.
     pub instance_id: Option<String>,
     /// The member rack ID.
     ///
-    /// Versions 0; nullable 0.
+    /// Versions 0-1; nullable 0-1.
     pub rack_id: Option<String>,
     /// The current member epoch.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub member_epoch: i32,
     /// The client ID.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub client_id: String,
     /// The client host.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub client_host: String,
     /// The subscribed topic names.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub subscribed_topic_names: Vec<String>,
     /// the subscribed topic regex otherwise or null of not provided.
     ///
-    /// Versions 0; nullable 0.
+    /// Versions 0-1; nullable 0-1.
     pub subscribed_topic_regex: Option<String>,
     /// The current assignment.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub assignment: ConsumerGroupDescribeResponseAssignment,
     /// The target assignment.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub target_assignment: ConsumerGroupDescribeResponseAssignment,
+    /// -1 unknown, 0 a classic-protocol member, 1 a consumer-protocol member.
+    ///
+    /// Versions 1; ignorable.
+    pub member_type: i8,
 }
 
 impl Default for Member {
@@ -285,6 +289,7 @@ impl Default for Member {
             subscribed_topic_regex: None,
             assignment: ConsumerGroupDescribeResponseAssignment::default(),
             target_assignment: ConsumerGroupDescribeResponseAssignment::default(),
+            member_type: -1,
         }
     }
 }
@@ -306,6 +311,9 @@ impl Member {
             wire::read_nullable_string(buf, true, true, "Member.subscribed_topic_regex")?;
         this.assignment = ConsumerGroupDescribeResponseAssignment::read(buf, version)?;
         this.target_assignment = ConsumerGroupDescribeResponseAssignment::read(buf, version)?;
+        if version == 1 {
+            this.member_type = wire::read_i8(buf)?;
+        }
         wire::skip_tagged_fields(buf)?;
 
         Ok(this)
@@ -344,6 +352,9 @@ impl Member {
         )?;
         self.assignment.write(out, version)?;
         self.target_assignment.write(out, version)?;
+        if version == 1 {
+            out.put_int8(self.member_type);
+        }
         out.put_uvarint(0);
 
         Ok(())
@@ -363,6 +374,9 @@ impl Member {
         n += wire::nullable_string_size(self.subscribed_topic_regex.as_deref(), true);
         n += self.assignment.size(version);
         n += self.target_assignment.size(version);
+        if version == 1 {
+            n += 1;
+        }
         n += 1;
 
         n
@@ -374,7 +388,7 @@ impl Member {
 pub struct ConsumerGroupDescribeResponseAssignment {
     /// The assigned topic-partitions to the member.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub topic_partitions: Vec<ConsumerGroupDescribeResponseTopicPartitions>,
 }
 
@@ -431,15 +445,15 @@ impl ConsumerGroupDescribeResponseAssignment {
 pub struct ConsumerGroupDescribeResponseTopicPartitions {
     /// The topic ID.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub topic_id: Uuid,
     /// The topic name.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub topic_name: String,
     /// The partitions.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub partitions: Vec<i32>,
 }
 
@@ -514,7 +528,7 @@ impl ConsumerGroupDescribeResponseTopicPartitions {
 impl crate::Codec for ConsumerGroupDescribeResponse {
     const NAME: &'static str = "ConsumerGroupDescribeResponse";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 0;
+    const MAX_VERSION: i16 = 1;
     const FLEXIBLE_MIN: i16 = 0;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

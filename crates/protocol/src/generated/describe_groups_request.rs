@@ -5,16 +5,16 @@ use crate::wire::{self, WireWrite};
 use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 
-/// `DescribeGroupsRequest` (api key 15), versions 0-5, flexible from 5.
+/// `DescribeGroupsRequest` (api key 15), versions 0-6, flexible from 5.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeGroupsRequest {
     /// The names of the groups to describe
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub groups: Vec<String>,
     /// Whether to include authorized operations.
     ///
-    /// Versions 3-5.
+    /// Versions 3-6.
     pub include_authorized_operations: bool,
 }
 
@@ -30,13 +30,13 @@ impl Default for DescribeGroupsRequest {
 impl DescribeGroupsRequest {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
-        this.groups = wire::read_array(buf, version == 5, "DescribeGroupsRequest.groups", |b| {
-            wire::read_string(b, version == 5, "DescribeGroupsRequest.groups")
+        this.groups = wire::read_array(buf, version >= 5, "DescribeGroupsRequest.groups", |b| {
+            wire::read_string(b, version >= 5, "DescribeGroupsRequest.groups")
         })?;
         if version >= 3 {
             this.include_authorized_operations = wire::read_bool(buf)?;
         }
-        if version == 5 {
+        if version >= 5 {
             wire::skip_tagged_fields(buf)?;
         }
 
@@ -51,9 +51,9 @@ impl DescribeGroupsRequest {
         wire::write_array(
             out,
             &self.groups,
-            version == 5,
+            version >= 5,
             "DescribeGroupsRequest.groups",
-            |out, e| wire::write_string(out, e, version == 5, "DescribeGroupsRequest.groups"),
+            |out, e| wire::write_string(out, e, version >= 5, "DescribeGroupsRequest.groups"),
         )?;
         if version >= 3 {
             out.put_bool(self.include_authorized_operations);
@@ -64,7 +64,7 @@ impl DescribeGroupsRequest {
                 version,
             });
         }
-        if version == 5 {
+        if version >= 5 {
             out.put_uvarint(0);
         }
 
@@ -73,13 +73,13 @@ impl DescribeGroupsRequest {
 
     pub(crate) fn size(&self, version: i16) -> usize {
         let mut n = 0;
-        n += wire::array_size(&self.groups, version == 5, |e| {
-            wire::string_size(e, version == 5)
+        n += wire::array_size(&self.groups, version >= 5, |e| {
+            wire::string_size(e, version >= 5)
         });
         if version >= 3 {
             n += 1;
         }
-        if version == 5 {
+        if version >= 5 {
             n += 1;
         }
 
@@ -90,7 +90,7 @@ impl DescribeGroupsRequest {
 impl crate::Codec for DescribeGroupsRequest {
     const NAME: &'static str = "DescribeGroupsRequest";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 5;
+    const MAX_VERSION: i16 = 6;
     const FLEXIBLE_MIN: i16 = 5;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

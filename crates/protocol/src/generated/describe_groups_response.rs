@@ -5,16 +5,16 @@ use crate::wire::{self, WireWrite};
 use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 
-/// `DescribeGroupsResponse` (api key 15), versions 0-5, flexible from 5.
+/// `DescribeGroupsResponse` (api key 15), versions 0-6, flexible from 5.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeGroupsResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Versions 1-5; ignorable.
+    /// Versions 1-6; ignorable.
     pub throttle_time_ms: i32,
     /// Each described group.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub groups: Vec<DescribeGroupsResponseDescribedGroup>,
 }
 
@@ -33,10 +33,10 @@ impl DescribeGroupsResponse {
         if version >= 1 {
             this.throttle_time_ms = wire::read_i32(buf)?;
         }
-        this.groups = wire::read_array(buf, version == 5, "DescribeGroupsResponse.groups", |b| {
+        this.groups = wire::read_array(buf, version >= 5, "DescribeGroupsResponse.groups", |b| {
             DescribeGroupsResponseDescribedGroup::read(b, version)
         })?;
-        if version == 5 {
+        if version >= 5 {
             wire::skip_tagged_fields(buf)?;
         }
 
@@ -54,11 +54,11 @@ impl DescribeGroupsResponse {
         wire::write_array(
             out,
             &self.groups,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponse.groups",
             |out, e| e.write(out, version),
         )?;
-        if version == 5 {
+        if version >= 5 {
             out.put_uvarint(0);
         }
 
@@ -70,8 +70,8 @@ impl DescribeGroupsResponse {
         if version >= 1 {
             n += 4;
         }
-        n += wire::array_size(&self.groups, version == 5, |e| e.size(version));
-        if version == 5 {
+        n += wire::array_size(&self.groups, version >= 5, |e| e.size(version));
+        if version >= 5 {
             n += 1;
         }
 
@@ -84,31 +84,35 @@ impl DescribeGroupsResponse {
 pub struct DescribeGroupsResponseDescribedGroup {
     /// The describe error, or 0 if there was no error.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub error_code: i16,
+    /// The describe error message, or null if there was no error.
+    ///
+    /// Versions 6; nullable 6.
+    pub error_message: Option<String>,
     /// The group ID string.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub group_id: String,
     /// The group state string, or the empty string.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub group_state: String,
     /// The group protocol type, or the empty string.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub protocol_type: String,
     /// The group protocol data, or the empty string.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub protocol_data: String,
     /// The group members.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub members: Vec<DescribedGroupMember>,
     /// 32-bit bitfield to represent authorized operations for this group.
     ///
-    /// Versions 3-5.
+    /// Versions 3-6.
     pub authorized_operations: i32,
 }
 
@@ -116,6 +120,7 @@ impl Default for DescribeGroupsResponseDescribedGroup {
     fn default() -> Self {
         Self {
             error_code: 0,
+            error_message: None,
             group_id: String::new(),
             group_state: String::new(),
             protocol_type: String::new(),
@@ -130,36 +135,44 @@ impl DescribeGroupsResponseDescribedGroup {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.error_code = wire::read_i16(buf)?;
+        if version == 6 {
+            this.error_message = wire::read_nullable_string(
+                buf,
+                true,
+                true,
+                "DescribeGroupsResponseDescribedGroup.error_message",
+            )?;
+        }
         this.group_id = wire::read_string(
             buf,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.group_id",
         )?;
         this.group_state = wire::read_string(
             buf,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.group_state",
         )?;
         this.protocol_type = wire::read_string(
             buf,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.protocol_type",
         )?;
         this.protocol_data = wire::read_string(
             buf,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.protocol_data",
         )?;
         this.members = wire::read_array(
             buf,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.members",
             |b| DescribedGroupMember::read(b, version),
         )?;
         if version >= 3 {
             this.authorized_operations = wire::read_i32(buf)?;
         }
-        if version == 5 {
+        if version >= 5 {
             wire::skip_tagged_fields(buf)?;
         }
 
@@ -172,34 +185,49 @@ impl DescribeGroupsResponseDescribedGroup {
         version: i16,
     ) -> Result<(), EncodeError> {
         out.put_int16(self.error_code);
+        if version == 6 {
+            wire::write_nullable_string(
+                out,
+                self.error_message.as_deref(),
+                true,
+                true,
+                "DescribeGroupsResponseDescribedGroup.error_message",
+            )?;
+        }
+        if version != 6 && self.error_message.is_some() {
+            return Err(EncodeError::UnsupportedField {
+                field: "DescribeGroupsResponseDescribedGroup.error_message",
+                version,
+            });
+        }
         wire::write_string(
             out,
             &self.group_id,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.group_id",
         )?;
         wire::write_string(
             out,
             &self.group_state,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.group_state",
         )?;
         wire::write_string(
             out,
             &self.protocol_type,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.protocol_type",
         )?;
         wire::write_string(
             out,
             &self.protocol_data,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.protocol_data",
         )?;
         wire::write_array(
             out,
             &self.members,
-            version == 5,
+            version >= 5,
             "DescribeGroupsResponseDescribedGroup.members",
             |out, e| e.write(out, version),
         )?;
@@ -212,7 +240,7 @@ impl DescribeGroupsResponseDescribedGroup {
                 version,
             });
         }
-        if version == 5 {
+        if version >= 5 {
             out.put_uvarint(0);
         }
 
@@ -222,15 +250,18 @@ impl DescribeGroupsResponseDescribedGroup {
     pub(crate) fn size(&self, version: i16) -> usize {
         let mut n = 0;
         n += 2;
-        n += wire::string_size(&self.group_id, version == 5);
-        n += wire::string_size(&self.group_state, version == 5);
-        n += wire::string_size(&self.protocol_type, version == 5);
-        n += wire::string_size(&self.protocol_data, version == 5);
-        n += wire::array_size(&self.members, version == 5, |e| e.size(version));
+        if version == 6 {
+            n += wire::nullable_string_size(self.error_message.as_deref(), true);
+        }
+        n += wire::string_size(&self.group_id, version >= 5);
+        n += wire::string_size(&self.group_state, version >= 5);
+        n += wire::string_size(&self.protocol_type, version >= 5);
+        n += wire::string_size(&self.protocol_data, version >= 5);
+        n += wire::array_size(&self.members, version >= 5, |e| e.size(version));
         if version >= 3 {
             n += 4;
         }
-        if version == 5 {
+        if version >= 5 {
             n += 1;
         }
 
@@ -243,27 +274,27 @@ impl DescribeGroupsResponseDescribedGroup {
 pub struct DescribedGroupMember {
     /// The member ID assigned by the group coordinator.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub member_id: String,
     /// The unique identifier of the consumer instance provided by end user.
     ///
-    /// Versions 4-5; nullable 4-5; ignorable.
+    /// Versions 4-6; nullable 4-6; ignorable.
     pub group_instance_id: Option<String>,
     /// The client ID used in the member's latest join group request.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub client_id: String,
     /// The client host.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub client_host: String,
     /// The metadata corresponding to the current group protocol in use.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub member_metadata: Bytes,
     /// The current assignment provided by the group leader.
     ///
-    /// Versions 0-5.
+    /// Versions 0-6.
     pub member_assignment: Bytes,
 }
 
@@ -283,23 +314,23 @@ impl Default for DescribedGroupMember {
 impl DescribedGroupMember {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
-        this.member_id = wire::read_string(buf, version == 5, "DescribedGroupMember.member_id")?;
+        this.member_id = wire::read_string(buf, version >= 5, "DescribedGroupMember.member_id")?;
         if version >= 4 {
             this.group_instance_id = wire::read_nullable_string(
                 buf,
-                version == 5,
+                version >= 5,
                 true,
                 "DescribedGroupMember.group_instance_id",
             )?;
         }
-        this.client_id = wire::read_string(buf, version == 5, "DescribedGroupMember.client_id")?;
+        this.client_id = wire::read_string(buf, version >= 5, "DescribedGroupMember.client_id")?;
         this.client_host =
-            wire::read_string(buf, version == 5, "DescribedGroupMember.client_host")?;
+            wire::read_string(buf, version >= 5, "DescribedGroupMember.client_host")?;
         this.member_metadata =
-            wire::read_bytes(buf, version == 5, "DescribedGroupMember.member_metadata")?;
+            wire::read_bytes(buf, version >= 5, "DescribedGroupMember.member_metadata")?;
         this.member_assignment =
-            wire::read_bytes(buf, version == 5, "DescribedGroupMember.member_assignment")?;
-        if version == 5 {
+            wire::read_bytes(buf, version >= 5, "DescribedGroupMember.member_assignment")?;
+        if version >= 5 {
             wire::skip_tagged_fields(buf)?;
         }
 
@@ -314,14 +345,14 @@ impl DescribedGroupMember {
         wire::write_string(
             out,
             &self.member_id,
-            version == 5,
+            version >= 5,
             "DescribedGroupMember.member_id",
         )?;
         if version >= 4 {
             wire::write_nullable_string(
                 out,
                 self.group_instance_id.as_deref(),
-                version == 5,
+                version >= 5,
                 true,
                 "DescribedGroupMember.group_instance_id",
             )?;
@@ -329,28 +360,28 @@ impl DescribedGroupMember {
         wire::write_string(
             out,
             &self.client_id,
-            version == 5,
+            version >= 5,
             "DescribedGroupMember.client_id",
         )?;
         wire::write_string(
             out,
             &self.client_host,
-            version == 5,
+            version >= 5,
             "DescribedGroupMember.client_host",
         )?;
         wire::write_bytes(
             out,
             &self.member_metadata,
-            version == 5,
+            version >= 5,
             "DescribedGroupMember.member_metadata",
         )?;
         wire::write_bytes(
             out,
             &self.member_assignment,
-            version == 5,
+            version >= 5,
             "DescribedGroupMember.member_assignment",
         )?;
-        if version == 5 {
+        if version >= 5 {
             out.put_uvarint(0);
         }
 
@@ -359,15 +390,15 @@ impl DescribedGroupMember {
 
     pub(crate) fn size(&self, version: i16) -> usize {
         let mut n = 0;
-        n += wire::string_size(&self.member_id, version == 5);
+        n += wire::string_size(&self.member_id, version >= 5);
         if version >= 4 {
-            n += wire::nullable_string_size(self.group_instance_id.as_deref(), version == 5);
+            n += wire::nullable_string_size(self.group_instance_id.as_deref(), version >= 5);
         }
-        n += wire::string_size(&self.client_id, version == 5);
-        n += wire::string_size(&self.client_host, version == 5);
-        n += wire::bytes_size(self.member_metadata.len(), version == 5);
-        n += wire::bytes_size(self.member_assignment.len(), version == 5);
-        if version == 5 {
+        n += wire::string_size(&self.client_id, version >= 5);
+        n += wire::string_size(&self.client_host, version >= 5);
+        n += wire::bytes_size(self.member_metadata.len(), version >= 5);
+        n += wire::bytes_size(self.member_assignment.len(), version >= 5);
+        if version >= 5 {
             n += 1;
         }
 
@@ -378,7 +409,7 @@ impl DescribedGroupMember {
 impl crate::Codec for DescribeGroupsResponse {
     const NAME: &'static str = "DescribeGroupsResponse";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 5;
+    const MAX_VERSION: i16 = 6;
     const FLEXIBLE_MIN: i16 = 5;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

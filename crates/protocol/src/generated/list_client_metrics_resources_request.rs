@@ -5,19 +5,34 @@ use crate::wire::{self, WireWrite};
 use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 
-/// `ListClientMetricsResourcesRequest` (api key 74), versions 0, flexible from 0.
+/// `ListClientMetricsResourcesRequest` (api key 74), versions 0-1, flexible from 0.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ListClientMetricsResourcesRequest {}
+pub struct ListClientMetricsResourcesRequest {
+    /// The config resource types to list (2 topic, 4 broker, 8 broker logger, 16 client metrics, 32 group); empty for all of them.
+    ///
+    /// Versions 1.
+    pub resource_types: Vec<i8>,
+}
 
 impl Default for ListClientMetricsResourcesRequest {
     fn default() -> Self {
-        Self {}
+        Self {
+            resource_types: Vec::new(),
+        }
     }
 }
 
 impl ListClientMetricsResourcesRequest {
-    pub(crate) fn read(buf: &mut Bytes, _version: i16) -> Result<Self, DecodeError> {
-        let this = Self::default();
+    pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
+        let mut this = Self::default();
+        if version == 1 {
+            this.resource_types = wire::read_array(
+                buf,
+                true,
+                "ListClientMetricsResourcesRequest.resource_types",
+                wire::read_i8,
+            )?;
+        }
         wire::skip_tagged_fields(buf)?;
 
         Ok(this)
@@ -26,15 +41,36 @@ impl ListClientMetricsResourcesRequest {
     pub(crate) fn write<W: WireWrite + ?Sized>(
         &self,
         out: &mut W,
-        _version: i16,
+        version: i16,
     ) -> Result<(), EncodeError> {
+        if version == 1 {
+            wire::write_array(
+                out,
+                &self.resource_types,
+                true,
+                "ListClientMetricsResourcesRequest.resource_types",
+                |out, &e| {
+                    out.put_int8(e);
+                    Ok(())
+                },
+            )?;
+        }
+        if version != 1 && !self.resource_types.is_empty() {
+            return Err(EncodeError::UnsupportedField {
+                field: "ListClientMetricsResourcesRequest.resource_types",
+                version,
+            });
+        }
         out.put_uvarint(0);
 
         Ok(())
     }
 
-    pub(crate) fn size(&self, _version: i16) -> usize {
+    pub(crate) fn size(&self, version: i16) -> usize {
         let mut n = 0;
+        if version == 1 {
+            n += wire::array_size_fixed(self.resource_types.len(), true, 1);
+        }
         n += 1;
 
         n
@@ -44,7 +80,7 @@ impl ListClientMetricsResourcesRequest {
 impl crate::Codec for ListClientMetricsResourcesRequest {
     const NAME: &'static str = "ListClientMetricsResourcesRequest";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 0;
+    const MAX_VERSION: i16 = 1;
     const FLEXIBLE_MIN: i16 = 0;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

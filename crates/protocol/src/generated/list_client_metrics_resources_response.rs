@@ -5,20 +5,20 @@ use crate::wire::{self, WireWrite};
 use crate::{DecodeError, EncodeError};
 use bytes::Bytes;
 
-/// `ListClientMetricsResourcesResponse` (api key 74), versions 0, flexible from 0.
+/// `ListClientMetricsResourcesResponse` (api key 74), versions 0-1, flexible from 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListClientMetricsResourcesResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub throttle_time_ms: i32,
     /// The error code, or 0 if there was no error.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub error_code: i16,
     /// Each client metrics resource in the response.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub client_metrics_resources: Vec<ClientMetricsResource>,
 }
 
@@ -83,22 +83,30 @@ impl ListClientMetricsResourcesResponse {
 pub struct ClientMetricsResource {
     /// The resource name.
     ///
-    /// Versions 0.
+    /// Versions 0-1.
     pub name: String,
+    /// The resource's config resource type (16, client metrics, in version 0).
+    ///
+    /// Versions 1.
+    pub resource_type: i8,
 }
 
 impl Default for ClientMetricsResource {
     fn default() -> Self {
         Self {
             name: String::new(),
+            resource_type: 16,
         }
     }
 }
 
 impl ClientMetricsResource {
-    pub(crate) fn read(buf: &mut Bytes, _version: i16) -> Result<Self, DecodeError> {
+    pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.name = wire::read_string(buf, true, "ClientMetricsResource.name")?;
+        if version == 1 {
+            this.resource_type = wire::read_i8(buf)?;
+        }
         wire::skip_tagged_fields(buf)?;
 
         Ok(this)
@@ -107,17 +115,29 @@ impl ClientMetricsResource {
     pub(crate) fn write<W: WireWrite + ?Sized>(
         &self,
         out: &mut W,
-        _version: i16,
+        version: i16,
     ) -> Result<(), EncodeError> {
         wire::write_string(out, &self.name, true, "ClientMetricsResource.name")?;
+        if version == 1 {
+            out.put_int8(self.resource_type);
+        }
+        if version != 1 && self.resource_type != 16 {
+            return Err(EncodeError::UnsupportedField {
+                field: "ClientMetricsResource.resource_type",
+                version,
+            });
+        }
         out.put_uvarint(0);
 
         Ok(())
     }
 
-    pub(crate) fn size(&self, _version: i16) -> usize {
+    pub(crate) fn size(&self, version: i16) -> usize {
         let mut n = 0;
         n += wire::string_size(&self.name, true);
+        if version == 1 {
+            n += 1;
+        }
         n += 1;
 
         n
@@ -127,7 +147,7 @@ impl ClientMetricsResource {
 impl crate::Codec for ListClientMetricsResourcesResponse {
     const NAME: &'static str = "ListClientMetricsResourcesResponse";
     const MIN_VERSION: i16 = 0;
-    const MAX_VERSION: i16 = 0;
+    const MAX_VERSION: i16 = 1;
     const FLEXIBLE_MIN: i16 = 0;
     fn read_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         Self::read(buf, version)

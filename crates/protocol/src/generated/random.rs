@@ -1920,6 +1920,9 @@ impl Random for DescribeGroupsResponseDescribedGroup {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
         this.error_code = rng.i16();
+        if version == 6 {
+            this.error_message = rng.maybe(true, |rng| rng.string());
+        }
         this.group_id = rng.string();
         this.group_state = rng.string();
         this.protocol_type = rng.string();
@@ -2098,6 +2101,9 @@ impl Random for Member {
         this.subscribed_topic_regex = rng.maybe(true, |rng| rng.string());
         this.assignment = ConsumerGroupDescribeResponseAssignment::random(rng, version);
         this.target_assignment = ConsumerGroupDescribeResponseAssignment::random(rng, version);
+        if version == 1 {
+            this.member_type = rng.i8();
+        }
 
         this
     }
@@ -2275,6 +2281,9 @@ impl Random for AlterPartitionReassignmentsRequest {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
         this.timeout_ms = rng.i32();
+        if version == 1 {
+            this.allow_replication_factor_change = rng.bool();
+        }
         this.topics = rng.vec(|rng| ReassignableTopic::random(rng, version));
 
         this
@@ -2305,6 +2314,9 @@ impl Random for AlterPartitionReassignmentsResponse {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
         this.throttle_time_ms = rng.i32();
+        if version == 1 {
+            this.allow_replication_factor_change = rng.bool();
+        }
         this.error_code = rng.i16();
         this.error_message = rng.maybe(true, |rng| rng.string());
         this.responses = rng.vec(|rng| ReassignableTopicResponse::random(rng, version));
@@ -2563,8 +2575,11 @@ impl Random for Listener {
 }
 
 impl Random for ListClientMetricsResourcesRequest {
-    fn random(_rng: &mut TestRng, _version: i16) -> Self {
-        let this = Self::default();
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        if version == 1 {
+            this.resource_types = rng.long_vec(|rng| rng.i8());
+        }
 
         this
     }
@@ -2582,9 +2597,12 @@ impl Random for ListClientMetricsResourcesResponse {
 }
 
 impl Random for ClientMetricsResource {
-    fn random(rng: &mut TestRng, _version: i16) -> Self {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
+        if version == 1 {
+            this.resource_type = rng.i8();
+        }
 
         this
     }

@@ -1,4 +1,5 @@
-//! AlterPartitionReassignments (45), v0: move partitions to new replica sets (KIP-455).
+//! AlterPartitionReassignments (45), v0-1: move partitions to new replica sets (KIP-455; v1's
+//! `AllowReplicationFactorChange`, KIP-860, refuses a target of another size and is echoed).
 //!
 //! Kafka's controller semantics (`ReplicationControlManager.alterPartitionReassignments`),
 //! per partition, with its messages: an unknown topic or partition is
@@ -48,7 +49,16 @@ pub fn handle(ctx: &RequestContext<'_>, req: AlterPartitionReassignmentsRequest)
                                 ErrorCode::NoReassignmentInProgress,
                                 "No partition reassignment is in progress.".to_string(),
                             )),
-                            Some(target) => check_assignment(target, &registered),
+                            Some(target) => check_assignment(target, &registered).and_then(|()| {
+                                let current = image
+                                    .partition(&t.name, p.partition_index)
+                                    .map_or(0, |info| info.replicas.len());
+                                check_replication_factor(
+                                    current,
+                                    target.len(),
+                                    req.allow_replication_factor_change,
+                                )
+                            }),
                         },
                     };
                     let (code, message) = match outcome {
@@ -66,10 +76,28 @@ pub fn handle(ctx: &RequestContext<'_>, req: AlterPartitionReassignmentsRequest)
         .collect();
     Reply::Now(ResponseBody::AlterPartitionReassignments(
         AlterPartitionReassignmentsResponse {
+            allow_replication_factor_change: req.allow_replication_factor_change,
             error_message: None,
             responses,
             ..AlterPartitionReassignmentsResponse::default()
         },
+    ))
+}
+
+/// KIP-860 (v1): with `allow` false, a target whose size differs from the current replica
+/// set's is INVALID_REPLICATION_FACTOR (never on one node, where the only valid target is the
+/// current one-replica set).
+fn check_replication_factor(
+    current: usize,
+    target: usize,
+    allow: bool,
+) -> Result<(), (ErrorCode, String)> {
+    if allow || current == target {
+        return Ok(());
+    }
+    Err((
+        ErrorCode::InvalidReplicationFactor,
+        format!("The replication factor is changed from {current} to {target}"),
     ))
 }
 
@@ -96,4 +124,29 @@ fn check_assignment(target: &[i32], registered: &BTreeSet<i32>) -> Result<(), (E
         previous = Some(id);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replication_factor_changes_are_refused_only_when_asked() {
+        // (current, target, allow) -> refused?
+        let cases = [
+            (1, 1, false, false),
+            (1, 2, false, true),
+            (3, 1, false, true),
+            (1, 2, true, false),
+            (3, 3, true, false),
+        ];
+        for (current, target, allow, refused) in cases {
+            let got = check_replication_factor(current, target, allow);
+            assert_eq!(got.is_err(), refused, "{current} -> {target} allow={allow}");
+            if let Err((code, message)) = got {
+                assert_eq!(code, ErrorCode::InvalidReplicationFactor);
+                assert!(message.contains(&format!("from {current} to {target}")));
+            }
+        }
+    }
 }

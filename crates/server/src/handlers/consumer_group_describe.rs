@@ -1,6 +1,6 @@
-//! ConsumerGroupDescribe (69), v0 (KIP-848): each group described by its own shard
-//! (GROUP_ID_NOT_FOUND for unknown and classic groups). Authorized operations as in
-//! DescribeGroups when asked for.
+//! ConsumerGroupDescribe (69), v0-1 (KIP-848; v1 tells each member's protocol, KIP-1043): each
+//! group described by its own shard (GROUP_ID_NOT_FOUND for unknown and classic groups).
+//! Authorized operations as in DescribeGroups when asked for.
 
 use skiff_protocol::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,

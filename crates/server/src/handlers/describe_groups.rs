@@ -1,5 +1,6 @@
-//! DescribeGroups (15), v0-5: each group described by its own shard (unknown groups answer
-//! state `Dead` with no error, as Kafka does). With `include_authorized_operations` every group
+//! DescribeGroups (15), v0-6: each group described by its own shard (unknown groups and KIP-848
+//! groups answer state `Dead`, with no error before v6 and GROUP_ID_NOT_FOUND with a message
+//! from v6, KIP-1043, as Kafka does). With `include_authorized_operations` every group
 //! operation is allowed (no ACLs here): READ, DELETE, DESCRIBE.
 
 use skiff_protocol::{
@@ -20,7 +21,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeGroupsRequest) -> Reply {
             let mut g = ctx
                 .broker
                 .groups
-                .read(ctx.broker, id, |s| s.describe_group(id))
+                .read(ctx.broker, id, |s| s.describe_group(id, ctx.api_version))
                 .unwrap_or_else(|code| DescribeGroupsResponseDescribedGroup {
                     error_code: code.code(),
                     group_id: id.clone(),
