@@ -9,6 +9,10 @@
 //! brokers and broker loggers the unfenced registered brokers (by id), groups those with
 //! dynamic group configs. Skiff stores no client-metrics subscriptions, so that type is always
 //! empty, what Kafka answers with none configured.
+//!
+//! One deliberate difference: a group whose last config was deleted is no longer listed here,
+//! as in Kafka's metadata image; a running Kafka broker keeps listing it (its group-config
+//! cache keeps the empty entry) until it restarts.
 
 use skiff_protocol::{
     ClientMetricsResource, ListClientMetricsResourcesRequest, ListClientMetricsResourcesResponse,
