@@ -30,7 +30,8 @@
 #   ./bench/broker/run.sh --vs-kafka [--quick] [--runs N] [--phases matrix,latency,retained]
 #                                    [--retained-gib 10] [--json FILE]
 #
-# does steps 1-3, builds Skiff (release; BENCH_SKIFF_BIN=PATH measures that binary instead),
+# does steps 1-3, builds Skiff and skiff-bench (release; BENCH_SKIFF_BIN=PATH measures that Skiff
+# binary instead; skiff-bench latency-floor is the latency phase's machine floor),
 # fetches Apache Kafka with Maven (scripts/kafka-reference.sh fetch) and runs
 # bench/broker/vs_kafka.py (its docstring says what is measured) instead of steps 4-5.
 # Work files (logs, dd's file) live in bench/broker/.cache/work-<pid> and are deleted at the end.
