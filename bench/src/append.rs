@@ -76,6 +76,60 @@ pub fn raw_write_once(path: &Path, pool: &mut BatchPool, batches: u64) -> Result
     Ok(bytes as f64 / timed.as_secs_f64() / crate::report::MB)
 }
 
+/// The machine's control for the N-producer cells: the same batches written with plain
+/// `write(2)` to one fresh file by `writers` threads, each taking the next batch and writing it
+/// under one lock (no log logic, no validation), timed by the wall clock like
+/// [`run_concurrent`]. What it shows: what moving one file's writes between threads (and
+/// vCPUs) costs here, against [`raw_write_once`]'s single writer. Returns MB/s of batch bytes.
+pub fn raw_write_concurrent(
+    path: &Path,
+    pool: &BatchPool,
+    batches: u64,
+    writers: usize,
+) -> Result<f64> {
+    use parking_lot::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let _ = std::fs::remove_file(path);
+    let file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    let file = Mutex::new(file);
+    let next = AtomicU64::new(0);
+    let bytes = AtomicU64::new(0);
+    settle();
+    let start = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                let (file, next, bytes) = (&file, &next, &bytes);
+                s.spawn(move || -> Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= batches {
+                            return Ok(());
+                        }
+                        let src = &pool.batches[i as usize % pool.batches.len()];
+                        file.lock().write_all(src).context("raw write")?;
+                        bytes.fetch_add(src.len() as u64, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .map_err(|_| anyhow!("a raw writer thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    let timed = start.elapsed();
+    drop(file);
+    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    Ok(bytes.into_inner() as f64 / timed.as_secs_f64() / crate::report::MB)
+}
+
 /// `validate_client_batch` alone over the same batch sequence (CPU only, no I/O): the
 /// validation share of the produce path. Returns MB/s of batch bytes.
 pub fn validate_only(pool: &mut BatchPool, batches: u64) -> Result<f64> {

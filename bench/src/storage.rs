@@ -276,9 +276,11 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
                     }
                 }
                 for combine in [true, false] {
-                    let runs = concurrent_cell(dir, pool, batches, s.append_runs, combine)?;
+                    let (runs, multi) =
+                        concurrent_cell(dir, pool, batches, s.append_runs, combine)?;
                     let mode = Mode::Concurrent(PRODUCER_THREADS, combine);
                     row_append(rep, pool, mode, &runs, dd, single, validate_mb_s);
+                    row_multi_control(rep, pool, &runs, &multi, single);
                 }
                 rep.row(
                     "append",
@@ -511,15 +513,17 @@ enum Mode {
     Concurrent(usize, bool),
 }
 
-/// `runs` x [paired raw-write control, N-thread validate+append run]; the logs are deleted.
+/// `runs` x [paired raw-write control, N-thread raw-write control, N-thread validate+append
+/// run]; the logs are deleted. The second element: the N-thread controls' MB/s.
 fn concurrent_cell(
     dir: &Path,
     pool: &mut BatchPool,
     batches: u64,
     runs: usize,
     combine: bool,
-) -> Result<Vec<PairedRun>> {
+) -> Result<(Vec<PairedRun>, Vec<f64>)> {
     let mut out = Vec::with_capacity(runs);
+    let mut multi = Vec::with_capacity(runs);
     for r in 0..runs {
         let d = dir.join(format!(
             "append-{}-{}-concurrent-{r}",
@@ -529,12 +533,18 @@ fn concurrent_cell(
         let _ = std::fs::remove_dir_all(&d);
         eprintln!("append {}", d.display());
         let control = append::raw_write_once(&dir.join("raw-write-control"), pool, batches)?;
+        multi.push(append::raw_write_concurrent(
+            &dir.join("raw-write-control"),
+            pool,
+            batches,
+            PRODUCER_THREADS,
+        )?);
         pool.reset_client_fields();
         let run = append::run_concurrent(&d, pool, batches, PRODUCER_THREADS, combine)?;
         std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
         out.push((run, control));
     }
-    Ok(out)
+    Ok((out, multi))
 }
 
 fn median_batch_mb_s(runs: &[PairedRun]) -> f64 {
@@ -623,6 +633,49 @@ fn row_append(
             control.fmt(0)
         ),
         target,
+    );
+}
+
+/// The N-writer `write(2)` control beside an N-producer row: its MB/s, its ratio to the
+/// paired single-writer `write(2)` and to one producer. When N bare writers reach less than one
+/// producer, ">= 1.0x one producer" is out of reach for a write-bound cell on this machine.
+fn row_multi_control(
+    rep: &mut Report,
+    pool: &BatchPool,
+    runs: &[PairedRun],
+    multi: &[f64],
+    single: Option<f64>,
+) {
+    let m = Summary::of(multi);
+    let ratio = Summary::of(
+        &runs
+            .iter()
+            .zip(multi)
+            .map(|((_, c), m)| m / c)
+            .collect::<Vec<_>>(),
+    );
+    rep.row(
+        "append",
+        format!(
+            "{} batches, {}: control, {PRODUCER_THREADS} threads of bare write(2) under one lock, x{}",
+            size_name(pool.nominal_batch_bytes),
+            pool.compression.name(),
+            multi.len()
+        ),
+        format!("{} MB/s batch bytes", m.fmt(0)),
+        format!("{}x the paired 1-thread write(2)", ratio.fmt(2)),
+        match single {
+            Some(one) => format!(
+                "{:.2}x one producer: {}",
+                m.median / one,
+                if m.median < one {
+                    "bare writers alone fall short of one producer (machine limit)"
+                } else {
+                    "the machine allows >= 1.0x"
+                }
+            ),
+            None => "-".to_string(),
+        },
     );
 }
 

@@ -64,6 +64,8 @@ pub struct BrokerConfig {
     /// Supplied settings that were ignored with a warning (unknown environment variables,
     /// [`WARN_ONLY_KEYS`]).
     ignored: Vec<IgnoredSetting>,
+    /// The checked KRaft keys when `process.roles` is set ([`crate::kraft`]).
+    kraft: Option<crate::kraft::Kraft>,
 }
 
 /// Names outside the catalogue that Kafka warns about instead of refusing (they belong to
@@ -265,14 +267,46 @@ impl BrokerConfig {
             listeners: Vec::new(),
             advertised: Vec::new(),
             ignored,
+            kraft: None,
         };
         cfg.resolve_listeners()?;
+        cfg.kraft = cfg.check_kraft()?;
         // issue 12 item 2: nothing that demands security Skiff lacks may start.
         crate::security::check(&cfg)?;
         for key in not_implemented {
             log_not_implemented(key);
         }
         Ok(cfg)
+    }
+
+    /// Kafka's KRaft rules, then Skiff's refusal of quorums it cannot run yet
+    /// ([`crate::kraft`]). `node.id` counts only when set explicitly (Skiff ships `1` for the
+    /// single node; Kafka has no default).
+    fn check_kraft(&self) -> Result<Option<crate::kraft::Kraft>, ConfigError> {
+        let explicit_id =
+            self.origins.contains_key("node.id") || self.origins.contains_key("broker.id");
+        let roles = self.value("process.roles");
+        let voters = self.value("controller.quorum.voters");
+        let bootstrap = self.value("controller.quorum.bootstrap.servers");
+        let names = self.value("controller.listener.names");
+        let input = crate::kraft::Input {
+            process_roles: roles.as_deref(),
+            node_id: explicit_id.then(|| self.node_id()),
+            voters: voters.as_deref(),
+            bootstrap_servers: bootstrap.as_deref(),
+            controller_listener_names: names.as_deref(),
+            listeners: &self.listeners,
+        };
+        let kraft = crate::kraft::check(&input)?;
+        if let Some(k) = &kraft {
+            crate::kraft::check_supported(k)?;
+        }
+        Ok(kraft)
+    }
+
+    /// The KRaft configuration, when `process.roles` is set.
+    pub fn kraft(&self) -> Option<&crate::kraft::Kraft> {
+        self.kraft.as_ref()
     }
 
     /// A configuration with no file, environment or overrides (Skiff's defaults).

@@ -54,6 +54,10 @@ pub enum ConfigError {
     /// `--override` without `=`.
     #[error("malformed --override `{0}`: expected KEY=VALUE")]
     BadOverride(String),
+    /// A KRaft-mode rule broken (Kafka's `KafkaConfig` / `QuorumConfig` wording), or a quorum
+    /// shape Skiff refuses to run yet.
+    #[error("{0}")]
+    Kraft(String),
     /// AlterConfigs on keys that are read-only (Kafka's wording, plus the fix).
     #[error(
         "Cannot update these configs dynamically: Set({}); they are read-only: set them in the config file and restart the broker",

@@ -6,6 +6,8 @@
 //! changed by AlterConfigs, and [`describe`] renders DescribeConfigs entries the way Kafka does.
 //! Topic overrides are validated here and turned into storage's [`skiff_storage::LogConfig`].
 //! [`group`] holds the per-group keys (ConfigResource GROUP) with their validation.
+//! [`kraft`] checks the KRaft-mode keys (`process.roles`, voters, controller listeners) with
+//! Kafka's rules and refuses quorums Skiff cannot run yet.
 //! [`security`] refuses configuration that demands protection Skiff does not implement yet
 //! (TLS/SASL listeners, an authorizer, ...), so nothing less safe than configured starts.
 //! Everything is plain data or pure functions; callers own the locking.
@@ -17,6 +19,7 @@ pub mod dynamic;
 pub mod error;
 pub mod group;
 pub mod keys;
+pub mod kraft;
 pub mod listeners;
 pub mod security;
 pub mod sources;

@@ -19,7 +19,9 @@
 //!
 //! [`MetadataStore`] (`store.rs`) is the thin shell: writer lock, image snapshot, `handle`,
 //! `propose`, `replay`, publish; plus the wall clock, random ids and the in-memory producer-id
-//! block. `log_dir.rs` is the `meta.properties` rule of every `log.dirs` entry.
+//! block. `log_dir.rs` is the `meta.properties` rule of every `log.dirs` entry, [`format`] the
+//! `skiff format` command (Kafka's `kafka-storage.sh format`), [`cluster_id`] Kafka's cluster
+//! id strings.
 //!
 //! Invariants: the published image is the replay of exactly the committed records (a change
 //! is applied only after `propose` returned `Ok`; a failed proposal publishes nothing); one
@@ -33,7 +35,9 @@
 //! `Arc` snapshot of the image and never block writers for long.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cluster_id;
 mod controller;
+pub mod format;
 mod frame;
 mod image;
 mod log_dir;
@@ -47,8 +51,9 @@ pub use image::{
     TopicId, TopicInfo, replay,
 };
 pub use log_dir::{
-    Decision as LogDirDecision, LogDirError, META_PROPERTIES, MetaState, decide as decide_log_dir,
-    first_log_dir_cluster_id, format_log_dir, partition_data_in,
+    Decision as LogDirDecision, Expect as LogDirExpect, LogDirError, META_PROPERTIES, MetaState,
+    decide as decide_log_dir, decide_for as decide_log_dir_for, first_log_dir_cluster_id,
+    format_log_dir, partition_data_in,
 };
 pub use meta_log::{Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState};
 pub use store::{MetadataStore, PRODUCER_ID_BLOCK_SIZE};

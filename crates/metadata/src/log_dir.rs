@@ -6,8 +6,12 @@
 //! dir is formatted on first start only when it holds no partition data: data without (or
 //! with an unreadable) `meta.properties` means the file was lost or damaged, and adopting the
 //! data under a fresh cluster id would hide that (issue 12 item 5), so the start is refused
-//! with the fix in the message, as Kafka refuses an unformatted dir. [`decide`] is the pure
-//! rule (table-tested); [`format_log_dir`] and [`first_log_dir_cluster_id`] are its I/O shells.
+//! with the fix in the message, as Kafka refuses an unformatted dir. A formatted dir must also
+//! name this node's `node.id` (Kafka's "Stored node id ... doesn't match"), and a KRaft node
+//! (`process.roles` set) never formats itself: its dirs are formatted by `skiff format`
+//! ([`crate::format`]) with the cluster's one id, as `kafka-storage.sh format` does. [`decide`]
+//! and [`decide_for`] are the pure rule (table-tested); [`format_log_dir`] and
+//! [`first_log_dir_cluster_id`] are its I/O shells.
 //!
 //! Invariants: a refused dir is never written to; `meta.properties` is replaced atomically
 //! (tmp + fsync + rename), so a crash never leaves a torn file. Callers hold the dir's lock
@@ -16,7 +20,6 @@
 use std::path::{Path, PathBuf};
 
 use skiff_types::TopicPartition;
-use uuid::Uuid;
 
 /// The file Kafka's storage format writes at the top of every log dir.
 pub const META_PROPERTIES: &str = "meta.properties";
@@ -51,6 +54,43 @@ pub enum LogDirError {
          to start it empty"
     )]
     Unformatted { dir: String, data: String },
+    /// Kafka's `MetaPropertiesEnsemble.verify` wording, plus where the configured id came from.
+    #[error(
+        "Stored node id {found} doesn't match previous node id {expected} in {path}. If you moved \
+         your data, make sure your configured node id matches. If you intend to create a new \
+         node, you should remove all data in your data directories. (node.id={expected} is \
+         this node's configuration)"
+    )]
+    OtherNode {
+        path: String,
+        found: i32,
+        expected: i32,
+    },
+    /// KRaft mode (`process.roles` set) never formats itself, as Kafka's broker does not.
+    #[error(
+        "No `meta.properties` found in {dir} (have you run `skiff format` to format the \
+         directory?). A node with process.roles set is formatted once, before its first start: \
+         skiff format --cluster-id <id> --config <file> (the same id on every node of the \
+         cluster; `skiff format --random-cluster-id` prints a new one)"
+    )]
+    NotFormatted { dir: String },
+    /// `skiff format` over a dir of another cluster (Kafka's wording; refused even with
+    /// `--ignore-formatted`, as Kafka refuses it).
+    #[error(
+        "Invalid cluster.id in: {path}. Expected {expected}, but read {found}. The dir belongs \
+         to another cluster: remove it from log.dirs or empty it"
+    )]
+    FormattedForOtherCluster {
+        path: String,
+        expected: String,
+        found: String,
+    },
+    /// `skiff format` without `--ignore-formatted` over a formatted dir (Kafka's wording).
+    #[error(
+        "Log directory {dir} is already formatted. Use --ignore-formatted to ignore this \
+         directory and format the others."
+    )]
+    AlreadyFormatted { dir: String },
     #[error("cannot format log dir {dir}: {message}")]
     Format { dir: String, message: String },
 }
@@ -71,6 +111,8 @@ pub enum MetaState {
     Garbled(String),
     Formatted {
         cluster_id: String,
+        /// `node.id` of the file (Skiff and Kafka always write it; a v0 file may lack it).
+        node_id: Option<i32>,
     },
 }
 
@@ -93,14 +135,14 @@ pub fn decide(
     expected: Option<&str>,
 ) -> Result<Decision, LogDirError> {
     match (meta, data, expected) {
-        (MetaState::Formatted { cluster_id }, _, Some(e)) if cluster_id != e => {
+        (MetaState::Formatted { cluster_id, .. }, _, Some(e)) if cluster_id != e => {
             Err(LogDirError::OtherCluster {
                 dir: dir.to_string(),
                 found: cluster_id.clone(),
                 expected: e.to_string(),
             })
         }
-        (MetaState::Formatted { cluster_id }, _, _) => Ok(Decision::Use {
+        (MetaState::Formatted { cluster_id, .. }, _, _) => Ok(Decision::Use {
             cluster_id: cluster_id.clone(),
         }),
         (MetaState::Garbled(reason), _, _) => Err(LogDirError::NoClusterId {
@@ -115,21 +157,82 @@ pub fn decide(
     }
 }
 
+/// How a node opens its log dirs: the rule of [`decide`] plus Kafka's start-up checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expect<'a> {
+    /// The cluster id the dir must carry (`None` for the first log dir, which defines it).
+    pub cluster_id: Option<&'a str>,
+    /// This node's configured id: a formatted dir naming another is refused.
+    pub node_id: i32,
+    /// KRaft mode: an unformatted dir is refused (run `skiff format`), never formatted here.
+    pub must_be_formatted: bool,
+}
+
+/// [`decide`] for a node: a formatted dir must name this node, and in KRaft mode an
+/// unformatted one is refused ([`LogDirError::NotFormatted`]).
+pub fn decide_for(
+    dir: &str,
+    meta: &MetaState,
+    data: Option<&str>,
+    expect: &Expect<'_>,
+) -> Result<Decision, LogDirError> {
+    if let MetaState::Formatted {
+        node_id: Some(found),
+        ..
+    } = meta
+        && *found != expect.node_id
+    {
+        return Err(LogDirError::OtherNode {
+            path: Path::new(dir).join(META_PROPERTIES).display().to_string(),
+            found: *found,
+            expected: expect.node_id,
+        });
+    }
+    match decide(dir, meta, data, expect.cluster_id)? {
+        Decision::Format if expect.must_be_formatted => Err(LogDirError::NotFormatted {
+            dir: dir.to_string(),
+        }),
+        d => Ok(d),
+    }
+}
+
 /// Formats `dir` for `cluster_id` as Kafka's storage format does for every entry of
 /// `log.dirs`: creates the dir and its `meta.properties` (version, node.id, cluster.id, a fresh
 /// directory.id) when missing and the dir holds no partition data; a dir already formatted for
 /// this cluster is left as it is; everything else is refused (see [`decide`]).
-pub fn format_log_dir(dir: &Path, cluster_id: &str, node_id: i32) -> Result<(), LogDirError> {
-    prepare(dir, Some(cluster_id), node_id).map(|_| ())
+/// With `must_be_formatted` (KRaft mode) an unformatted dir is refused instead.
+pub fn format_log_dir(
+    dir: &Path,
+    cluster_id: &str,
+    node_id: i32,
+    must_be_formatted: bool,
+) -> Result<(), LogDirError> {
+    let expect = Expect {
+        cluster_id: Some(cluster_id),
+        node_id,
+        must_be_formatted,
+    };
+    prepare(dir, &expect).map(|_| ())
 }
 
 /// The cluster id of the first log dir (`metadata_log_dir`'s parent holds the metadata log),
-/// formatting it with a fresh id when it is empty and unformatted (see [`decide`]).
-pub fn first_log_dir_cluster_id(log_dir: &Path, node_id: i32) -> Result<String, LogDirError> {
-    prepare(log_dir, None, node_id)
+/// formatting it with a fresh id when it is empty and unformatted (see [`decide`]), or, with
+/// `must_be_formatted` (KRaft mode), refusing it.
+pub fn first_log_dir_cluster_id(
+    log_dir: &Path,
+    node_id: i32,
+    must_be_formatted: bool,
+) -> Result<String, LogDirError> {
+    let expect = Expect {
+        cluster_id: None,
+        node_id,
+        must_be_formatted,
+    };
+    prepare(log_dir, &expect)
 }
 
-fn prepare(dir: &Path, expected: Option<&str>, node_id: i32) -> Result<String, LogDirError> {
+fn prepare(dir: &Path, expect: &Expect<'_>) -> Result<String, LogDirError> {
+    let (expected, node_id) = (expect.cluster_id, expect.node_id);
     let shown = dir.display().to_string();
     let fail = |message: String| LogDirError::Format {
         dir: shown.clone(),
@@ -144,10 +247,10 @@ fn prepare(dir: &Path, expected: Option<&str>, node_id: i32) -> Result<String, L
         None
     };
     let shown_data = data.as_ref().map(|p| p.display().to_string());
-    match decide(&shown, &meta, shown_data.as_deref(), expected)? {
+    match decide_for(&shown, &meta, shown_data.as_deref(), expect)? {
         Decision::Use { cluster_id } => Ok(cluster_id),
         Decision::Format => {
-            let id = expected.map_or_else(|| base64_url(Uuid::new_v4().as_bytes()), str::to_string);
+            let id = expected.map_or_else(crate::cluster_id::random, str::to_string);
             write_meta_properties(&path, &id, node_id).map_err(|e| fail(e.to_string()))?;
             Ok(id)
         }
@@ -155,7 +258,7 @@ fn prepare(dir: &Path, expected: Option<&str>, node_id: i32) -> Result<String, L
 }
 
 /// Reads `meta.properties` (`Err` only for I/O failures other than a missing file).
-fn read_meta_state(path: &Path) -> std::io::Result<MetaState> {
+pub(crate) fn read_meta_state(path: &Path) -> std::io::Result<MetaState> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(MetaState::Missing),
@@ -164,8 +267,11 @@ fn read_meta_state(path: &Path) -> std::io::Result<MetaState> {
     let Ok(text) = String::from_utf8(bytes) else {
         return Ok(MetaState::Garbled("the file is not text".into()));
     };
-    Ok(match stored_cluster_id(&text) {
-        Some(cluster_id) => MetaState::Formatted { cluster_id },
+    Ok(match stored(&text, "cluster.id") {
+        Some(cluster_id) => MetaState::Formatted {
+            cluster_id,
+            node_id: stored(&text, "node.id").and_then(|n| n.parse().ok()),
+        },
         None => MetaState::Garbled("no cluster.id line".into()),
     })
 }
@@ -196,43 +302,28 @@ pub fn partition_data_in(dir: &Path) -> std::io::Result<Option<PathBuf>> {
     Ok(None)
 }
 
-/// The `cluster.id` of a `meta.properties` text (`key=value` lines, spaces around `=`
-/// allowed, `#` comments), if any.
-fn stored_cluster_id(text: &str) -> Option<String> {
+/// The non-empty value of `key` in a `meta.properties` text (`key=value` lines, spaces around
+/// `=` allowed, `#` comments), if any.
+fn stored(text: &str, key: &str) -> Option<String> {
     text.lines()
         .map(str::trim)
         .filter(|line| !line.starts_with('#'))
         .filter_map(|line| line.split_once('='))
-        .find(|(key, _)| key.trim() == "cluster.id")
+        .find(|(k, _)| k.trim() == key)
         .map(|(_, id)| id.trim().to_string())
         .filter(|id| !id.is_empty())
 }
 
-fn write_meta_properties(path: &Path, cluster_id: &str, node_id: i32) -> std::io::Result<()> {
-    let dir_id = base64_url(Uuid::new_v4().as_bytes());
+pub(crate) fn write_meta_properties(
+    path: &Path,
+    cluster_id: &str,
+    node_id: i32,
+) -> std::io::Result<()> {
+    let dir_id = crate::cluster_id::random();
     let contents = format!(
         "#\n#Written by Skiff\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={dir_id}\n"
     );
     skiff_storage::checkpoint::write_atomic(path, contents.as_bytes())
-}
-
-/// URL-safe base64 without padding (how Kafka prints UUIDs such as cluster ids).
-fn base64_url(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ fn format_log_dir_table() {
     let tmp = tempfile::tempdir().unwrap();
     let fresh = tmp.path().join("fresh");
     // Missing dir: created and formatted; formatting again is a no-op.
-    format_log_dir(&fresh, "abc", 3).unwrap();
+    format_log_dir(&fresh, "abc", 3, false).unwrap();
     let text = std::fs::read_to_string(fresh.join(META_PROPERTIES)).unwrap();
     assert!(
         text.contains("cluster.id=abc\n") && text.contains("node.id=3\n"),
@@ -29,7 +29,7 @@ fn format_log_dir_table() {
         text.contains("version=1\n") && text.contains("directory.id="),
         "{text}"
     );
-    format_log_dir(&fresh, "abc", 3).unwrap();
+    format_log_dir(&fresh, "abc", 3, false).unwrap();
     assert_eq!(
         std::fs::read_to_string(fresh.join(META_PROPERTIES)).unwrap(),
         text
@@ -45,7 +45,7 @@ fn format_log_dir_table() {
         let dir = tmp.path().join(format!("d{i}"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(META_PROPERTIES), existing).unwrap();
-        let got = format_log_dir(&dir, "abc", 1).map_err(|e| e.to_string());
+        let got = format_log_dir(&dir, "abc", 1, false).map_err(|e| e.to_string());
         match (want, &got) {
             (Ok(()), Ok(())) => {}
             (Err(needle), Err(msg)) => {
@@ -62,7 +62,9 @@ fn format_log_dir_table() {
     }
     // The other cluster's message says what to do.
     let dir = tmp.path().join("d2");
-    let msg = format_log_dir(&dir, "abc", 1).unwrap_err().to_string();
+    let msg = format_log_dir(&dir, "abc", 1, false)
+        .unwrap_err()
+        .to_string();
     assert!(
         msg.contains("belongs to another cluster") && msg.contains("abc"),
         "{msg}"
@@ -74,6 +76,7 @@ fn format_log_dir_table() {
 fn decide_table() {
     let formatted = |id: &str| MetaState::Formatted {
         cluster_id: id.to_string(),
+        node_id: Some(1),
     };
     let garbled = MetaState::Garbled("no cluster.id line".into());
     let data = Some("/d/t-0/00000000000000000000.log");
@@ -212,7 +215,7 @@ fn first_log_dir_with_data_is_never_given_a_new_cluster_id() {
             std::fs::write(&p, body).unwrap();
         }
         let before = std::fs::read(dir.join(META_PROPERTIES)).ok();
-        let got = first_log_dir_cluster_id(&dir, 1);
+        let got = first_log_dir_cluster_id(&dir, 1, false);
         match (refused, &got) {
             (None, Ok(id)) => {
                 let text = std::fs::read_to_string(dir.join(META_PROPERTIES)).unwrap();
@@ -221,7 +224,7 @@ fn first_log_dir_with_data_is_never_given_a_new_cluster_id() {
                     "{name}: {text}"
                 );
                 assert_eq!(
-                    first_log_dir_cluster_id(&dir, 1).unwrap(),
+                    first_log_dir_cluster_id(&dir, 1, false).unwrap(),
                     *id,
                     "{name}: stable"
                 );
@@ -244,7 +247,94 @@ fn first_log_dir_with_data_is_never_given_a_new_cluster_id() {
     let other = tmp.path().join("other");
     std::fs::create_dir_all(other.join("t-1")).unwrap();
     std::fs::write(other.join("t-1/00000000000000000005.log"), b"x").unwrap();
-    let msg = format_log_dir(&other, "abc", 1).unwrap_err().to_string();
+    let msg = format_log_dir(&other, "abc", 1, false)
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("No `meta.properties` found"), "{msg}");
     assert!(!other.join(META_PROPERTIES).exists());
+}
+
+/// Kafka's start-up checks on top of `decide`: the stored node id must be this node's, and a
+/// KRaft node refuses an unformatted dir (it is formatted by `skiff format`, never by itself).
+/// (name, meta.properties, expectation, Ok(decision) or Err(needles in the message)).
+type NodeCase = (
+    &'static str,
+    MetaState,
+    Expect<'static>,
+    Result<Decision, &'static [&'static str]>,
+);
+
+#[test]
+fn decide_for_node_and_kraft_table() {
+    let formatted = |node: Option<i32>| MetaState::Formatted {
+        cluster_id: "abc".to_string(),
+        node_id: node,
+    };
+    let expect = |node_id: i32, must_be_formatted: bool| Expect {
+        cluster_id: None,
+        node_id,
+        must_be_formatted,
+    };
+    let used = Ok(Decision::Use {
+        cluster_id: "abc".into(),
+    });
+    // (name, meta, expect, Ok(decision) or Err(needles))
+    let cases: Vec<NodeCase> = vec![
+        (
+            "same node",
+            formatted(Some(1)),
+            expect(1, false),
+            used.clone(),
+        ),
+        (
+            "same node, KRaft",
+            formatted(Some(1)),
+            expect(1, true),
+            used.clone(),
+        ),
+        (
+            "v0 file without node.id",
+            formatted(None),
+            expect(7, true),
+            used,
+        ),
+        (
+            "other node",
+            formatted(Some(1)),
+            expect(2, false),
+            Err(&[
+                "Stored node id 1 doesn't match previous node id 2 in /d/meta.properties",
+                "node.id=2 is this node's configuration",
+            ]),
+        ),
+        (
+            "empty, single node: formats itself",
+            MetaState::Missing,
+            expect(1, false),
+            Ok(Decision::Format),
+        ),
+        (
+            "empty, KRaft: refused",
+            MetaState::Missing,
+            expect(1, true),
+            Err(&[
+                "No `meta.properties` found in /d",
+                "skiff format --cluster-id",
+            ]),
+        ),
+    ];
+    for (name, meta, expect, want) in cases {
+        let got = decide_for("/d", &meta, None, &expect);
+        match (&want, got) {
+            (Ok(w), Ok(g)) => assert_eq!(&g, w, "{name}"),
+            (Err(needles), Err(e)) => {
+                let msg = e.to_string();
+                for n in *needles {
+                    assert!(msg.contains(n), "{name}: {msg}");
+                }
+                assert!(e.is_configuration(), "{name}: exit 2");
+            }
+            (_, got) => panic!("{name}: {got:?}, want {want:?}"),
+        }
+    }
 }

@@ -55,8 +55,19 @@ impl MetadataStore {
     /// is then formatted with a fresh id, before the log is touched
     /// ([`crate::first_log_dir_cluster_id`]; the caller holds the dir's lock).
     pub fn open(metadata_dir: &Path, node_id: i32, clock: Clock) -> Result<Self, MetadataError> {
+        Self::open_checked(metadata_dir, node_id, false, clock)
+    }
+
+    /// [`MetadataStore::open`]; with `must_be_formatted` (KRaft mode) an unformatted log dir
+    /// is refused instead of formatted ([`crate::LogDirError::NotFormatted`]).
+    pub fn open_checked(
+        metadata_dir: &Path,
+        node_id: i32,
+        must_be_formatted: bool,
+        clock: Clock,
+    ) -> Result<Self, MetadataError> {
         let log_dir = metadata_dir.parent().unwrap_or_else(|| Path::new("."));
-        let cluster_id = crate::first_log_dir_cluster_id(log_dir, node_id)?;
+        let cluster_id = crate::first_log_dir_cluster_id(log_dir, node_id, must_be_formatted)?;
         let log = LocalMetadataLog::open(metadata_dir, clock.now_ms())?;
         Self::open_with_log(Box::new(log), cluster_id, node_id, clock)
     }

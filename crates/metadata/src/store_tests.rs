@@ -85,7 +85,7 @@ const CLUSTER: &str = "AAAAAAAAAAAAAAAAAAAAAA";
 /// A formatted log dir and the metadata dir inside it.
 fn formatted_dir() -> (tempfile::TempDir, std::path::PathBuf) {
     let t = tempfile::tempdir().unwrap();
-    crate::format_log_dir(t.path(), CLUSTER, 1).unwrap();
+    crate::format_log_dir(t.path(), CLUSTER, 1, false).unwrap();
     let p = t.path().join("__cluster_metadata-0");
     (t, p)
 }

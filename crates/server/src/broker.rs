@@ -87,9 +87,10 @@ impl Broker {
         let dir_locks = skiff_storage::dir_lock::lock_dirs(&settings.log_manager.log_dirs)?;
         // The first dir's meta.properties is checked (or written, if the dir is empty) before
         // the metadata log is created in it.
-        let metadata = MetadataStore::open(
+        let metadata = MetadataStore::open_checked(
             &metadata_dir,
             settings.node_id,
+            settings.kraft_mode,
             settings.log_manager.clock.clone(),
         )
         .map_err(|e| match e {
@@ -100,7 +101,12 @@ impl Broker {
         // another cluster refuses the start before any of its logs is opened.
         let cluster_id = metadata.cluster_id();
         for dir in &settings.log_manager.log_dirs {
-            skiff_metadata::format_log_dir(dir, &cluster_id, settings.node_id)?;
+            skiff_metadata::format_log_dir(
+                dir,
+                &cluster_id,
+                settings.node_id,
+                settings.kraft_mode,
+            )?;
         }
         if let Some(live) = topic_configs.live() {
             live.load_persisted(&metadata.image(), settings.node_id);

@@ -50,6 +50,9 @@ impl ListenerSettings {
 pub struct ServerSettings {
     /// `node.id`
     pub node_id: i32,
+    /// `process.roles` is set (a KRaft node, today one combined single-voter node): every log
+    /// dir must have been formatted by `skiff format`; an unformatted one is refused.
+    pub kraft_mode: bool,
     /// `listeners` joined with `advertised.listeners`.
     pub listeners: Vec<ListenerSettings>,
     /// `socket.request.max.bytes`
@@ -92,6 +95,7 @@ impl ServerSettings {
     pub fn with_log_dir(log_dir: impl Into<PathBuf>) -> Self {
         Self {
             node_id: 1,
+            kraft_mode: false,
             listeners: vec![ListenerSettings::loopback_ephemeral()],
             socket_request_bytes_max: skiff_types::limits::SOCKET_REQUEST_BYTES_MAX,
             connection_idle_ms_max: 600_000,

@@ -1,6 +1,7 @@
-//! The `skiff` binary: `skiff serve [--config FILE] [--override KEY=VALUE]...` and the
-//! operator CLI `skiff admin [--url URL] [--json] partitions | partition TOPIC PARTITION`
-//! (module [`admin`]).
+//! The `skiff` binary: `skiff serve [--config FILE] [--override KEY=VALUE]...`, the storage
+//! formatter `skiff format --cluster-id ID [--config FILE]` / `skiff format --random-cluster-id`
+//! (module [`format`], Kafka's `kafka-storage.sh`) and the operator CLI
+//! `skiff admin [--url URL] [--json] partitions | partition TOPIC PARTITION` (module [`admin`]).
 //!
 //! Mental model: parse the command line (clap), load the configuration (precedence
 //! `--override` > `KAFKA_*` environment > `--config` file > defaults; any error exits 2 with the
@@ -12,6 +13,7 @@
 //! stdout carries only the ready lines; logs go to stderr.
 
 mod admin;
+mod format;
 mod settings;
 
 use std::io::Write;
@@ -25,9 +27,9 @@ use skiff_config::{BrokerConfig, ConfigSources};
 use skiff_server::Server;
 
 /// Exit code for configuration errors (and bad command lines, as clap does).
-const EXIT_CONFIG: u8 = 2;
+pub(crate) const EXIT_CONFIG: u8 = 2;
 /// Exit code when the broker fails at runtime (bind, storage).
-const EXIT_FAILURE: u8 = 1;
+pub(crate) const EXIT_FAILURE: u8 = 1;
 /// Shutdown must finish well within the 30 s an orchestrator waits.
 const SHUTDOWN_MS_MAX: u64 = 25_000;
 
@@ -42,6 +44,9 @@ struct Cli {
 enum Command {
     /// Run a broker in the foreground.
     Serve(ServeArgs),
+    /// Format the log dirs of a node for a cluster (Kafka's `kafka-storage.sh format`), or
+    /// print a new cluster id.
+    Format(format::FormatArgs),
     /// Inspect a running broker through its admin HTTP port (`skiff.admin.listener`).
     Admin(admin::AdminArgs),
 }
@@ -69,6 +74,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Format(args) => format::run(args),
         Command::Admin(args) => admin::run(args),
     }
 }

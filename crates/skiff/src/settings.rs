@@ -23,6 +23,7 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
     );
     s.log_manager = log_manager;
     s.node_id = cfg.node_id();
+    s.kraft_mode = cfg.kraft().is_some();
     s.listeners = cfg
         .listeners()
         .iter()
