@@ -21,6 +21,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -39,7 +40,9 @@ pub enum NodeClientError {
     Connect { addr: String, reason: String },
     #[error("the connection to {addr} was lost: {reason}")]
     Disconnected { addr: String, reason: String },
-    #[error("node at {addr} does not support {api:?} at any version this client speaks ({ours:?} vs {theirs:?})")]
+    #[error(
+        "node at {addr} does not support {api:?} at any version this client speaks ({ours:?} vs {theirs:?})"
+    )]
     Unsupported {
         addr: String,
         api: ApiKey,
@@ -132,6 +135,8 @@ pub struct NodeClient {
     addr: String,
     tx: mpsc::Sender<Call>,
     request_timeout: Duration,
+    /// The most requests ever in flight at once on this node's connections.
+    peak_in_flight: Arc<AtomicUsize>,
 }
 
 impl NodeClient {
@@ -141,12 +146,19 @@ impl NodeClient {
         let addr = addr.into();
         let (tx, rx) = mpsc::channel(config.queue.max(1));
         let request_timeout = config.request_timeout;
-        tokio::spawn(run(addr.clone(), config, rx));
+        let peak_in_flight = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(run(addr.clone(), config, rx, Arc::clone(&peak_in_flight)));
         NodeClient {
             addr,
             tx,
             request_timeout,
+            peak_in_flight,
         }
+    }
+
+    /// The most requests that were in flight at once (pipelining at work when above 1).
+    pub fn peak_in_flight(&self) -> usize {
+        self.peak_in_flight.load(Ordering::Relaxed)
     }
 
     pub fn addr(&self) -> &str {
@@ -154,7 +166,10 @@ impl NodeClient {
     }
 
     /// Sends `body` at the highest version both sides support; its response.
-    pub async fn call(&self, body: impl Into<RequestBody>) -> Result<ResponseBody, NodeClientError> {
+    pub async fn call(
+        &self,
+        body: impl Into<RequestBody>,
+    ) -> Result<ResponseBody, NodeClientError> {
         self.send(None, body.into()).await
     }
 
@@ -208,7 +223,12 @@ struct Conn {
     in_flight: VecDeque<InFlight>,
 }
 
-async fn run(addr: String, config: NodeClientConfig, mut rx: mpsc::Receiver<Call>) {
+async fn run(
+    addr: String,
+    config: NodeClientConfig,
+    mut rx: mpsc::Receiver<Call>,
+    peak: Arc<AtomicUsize>,
+) {
     let mut failures = 0u32;
     let mut next_id = 1i32;
     let mut conn: Option<Conn> = None;
@@ -240,6 +260,8 @@ async fn run(addr: String, config: NodeClientConfig, mut rx: mpsc::Receiver<Call
                 if let Err(e) = submit(&addr, &config, c, &mut next_id, call).await {
                     fail_all(c, &e);
                     conn = None;
+                } else {
+                    peak.fetch_max(c.in_flight.len(), Ordering::Relaxed);
                 }
             }
             frame = c.frames.recv() => {
@@ -287,7 +309,13 @@ async fn submit(
         .find(|(k, _, _)| *k == key as i16)
         .map(|(_, lo, hi)| (*lo, *hi));
     let version = match call.version {
-        Some(v) if theirs.is_some_and(|(lo, hi)| (lo..=hi).contains(&v)) && ours.0 <= v && v <= ours.1 => Some(v),
+        Some(v)
+            if theirs.is_some_and(|(lo, hi)| (lo..=hi).contains(&v))
+                && ours.0 <= v
+                && v <= ours.1 =>
+        {
+            Some(v)
+        }
         Some(_) => None,
         None => negotiate(ours, theirs),
     };
@@ -319,7 +347,10 @@ async fn submit(
 /// none in flight) puts the connection out of step.
 fn answer(addr: &str, c: &mut Conn, frame: Bytes) -> Result<(), NodeClientError> {
     let Some(f) = c.in_flight.pop_front() else {
-        return Err(disconnected(addr, "a response with no request in flight".into()));
+        return Err(disconnected(
+            addr,
+            "a response with no request in flight".into(),
+        ));
     };
     match decode_response(f.key, f.version, frame) {
         Ok((h, body)) if h.correlation_id == f.correlation_id => {
@@ -455,7 +486,9 @@ async fn read_frame(
     max: usize,
 ) -> Result<Bytes, String> {
     let mut size = [0u8; 4];
-    read.read_exact(&mut size).await.map_err(|e| e.to_string())?;
+    read.read_exact(&mut size)
+        .await
+        .map_err(|e| e.to_string())?;
     let size = i32::from_be_bytes(size);
     let len = usize::try_from(size)
         .ok()

@@ -14,6 +14,14 @@ use skiff_protocol::{
 use skiff_server::node_client::{NodeClient, NodeClientConfig, NodeClientError};
 use skiff_testkit::in_process;
 
+/// Metadata of every topic (a null topic list).
+fn all_topics() -> MetadataRequest {
+    MetadataRequest {
+        topics: None,
+        ..MetadataRequest::default()
+    }
+}
+
 fn config() -> NodeClientConfig {
     NodeClientConfig {
         request_timeout: Duration::from_secs(20),
@@ -74,10 +82,15 @@ async fn e2e_node_client_pipelines_and_negotiates() {
         c.await.unwrap();
     }
     // Every topic exists: the answers were not crossed.
-    let ResponseBody::Metadata(r) = client.call(MetadataRequest::default()).await.unwrap() else {
+    let ResponseBody::Metadata(r) = client.call(all_topics()).await.unwrap() else {
         panic!()
     };
     assert_eq!(r.topics.len(), 64);
+    assert!(
+        client.peak_in_flight() > 1,
+        "the calls were not pipelined: {}",
+        client.peak_in_flight()
+    );
     // The highest version both speak is used; a version the node does not serve is refused
     // here, without being sent (the connection stays usable).
     let (_, hi) = ApiKey::Metadata.supported_versions();
@@ -86,7 +99,16 @@ async fn e2e_node_client_pipelines_and_negotiates() {
         .call_at(hi + 1, MetadataRequest::default())
         .await
         .unwrap_err();
-    assert!(matches!(e, NodeClientError::Unsupported { api: ApiKey::Metadata, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            NodeClientError::Unsupported {
+                api: ApiKey::Metadata,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(client.call(MetadataRequest::default()).await.is_ok());
     t.server.shutdown().await.unwrap();
 }
@@ -115,16 +137,12 @@ async fn e2e_node_client_fails_calls_of_a_lost_node_and_reconnects() {
 
     // Back on the same port and dir: the next calls reconnect and see the old topic.
     let port = addr.port();
-    let (server, again) = in_process::start_on(
-        &data,
-        |s| s.listeners[0].bind_port = port,
-        topic_configs,
-    )
-    .await;
+    let (server, again) =
+        in_process::start_on(&data, |s| s.listeners[0].bind_port = port, topic_configs).await;
     assert_eq!(again, addr);
     let topics = loop {
         assert!(tokio::time::Instant::now() < deadline, "no reconnect");
-        match client.call(MetadataRequest::default()).await {
+        match client.call(all_topics()).await {
             Ok(ResponseBody::Metadata(r)) => break r.topics,
             Ok(other) => panic!("{other:?}"),
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
