@@ -1,6 +1,7 @@
 //! The `skiff` binary: `skiff serve [--config FILE] [--override KEY=VALUE]...`, the storage
 //! formatter `skiff format --cluster-id ID [--config FILE]` / `skiff format --random-cluster-id`
-//! (module [`format`], Kafka's `kafka-storage.sh`) and the operator CLI
+//! (module [`format`], Kafka's `kafka-storage.sh`), the local cluster `skiff dev [--nodes N]`
+//! (module [`dev`]) and the operator CLI
 //! `skiff admin [--url URL] [--json] partitions | partition TOPIC PARTITION` (module [`admin`]).
 //!
 //! Mental model: parse the command line (clap), load the configuration (precedence
@@ -13,6 +14,7 @@
 //! stdout carries only the ready lines; logs go to stderr.
 
 mod admin;
+mod dev;
 mod format;
 mod settings;
 
@@ -47,6 +49,8 @@ enum Command {
     /// Format the log dirs of a node for a cluster (Kafka's `kafka-storage.sh format`), or
     /// print a new cluster id.
     Format(format::FormatArgs),
+    /// Run a local cluster of combined nodes as child processes (one node today).
+    Dev(dev::DevArgs),
     /// Inspect a running broker through its admin HTTP port (`skiff.admin.listener`).
     Admin(admin::AdminArgs),
 }
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Format(args) => format::run(args),
+        Command::Dev(args) => dev::run(args),
         Command::Admin(args) => admin::run(args),
     }
 }

@@ -244,3 +244,99 @@ fn e2e_kraft_starts_that_are_refused() {
     );
     assert!(!data.join("__cluster_metadata-0").exists());
 }
+
+/// Two consecutive free loopback ports (client, controller), for `skiff dev --base-port`.
+fn free_port_pair() -> u16 {
+    for _ in 0..50 {
+        let p = free_port();
+        if p < u16::MAX && TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            return p;
+        }
+    }
+    panic!("no two consecutive free ports")
+}
+
+/// Starts `skiff dev` on `data` and returns it with its cluster ready line.
+fn dev(data: &Path, port: u16) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["dev", "--base-port", &port.to_string(), "--data"])
+        .arg(data)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no cluster ready line within 30 s");
+        };
+        if line.starts_with("skiff ready cluster ") {
+            return (child, line);
+        }
+    }
+}
+
+#[test]
+fn e2e_skiff_dev_one_node_ready_line_clients_and_ctrl_c() {
+    let t = tempfile::tempdir().unwrap();
+    let data = t.path().join("dev");
+    let port = free_port_pair();
+    let (mut child, line) = dev(&data, port);
+    let id = std::fs::read_to_string(data.join("cluster.id")).unwrap();
+    assert_eq!(
+        line,
+        format!(
+            "skiff ready cluster bootstrap=localhost:{port} cluster.id={}",
+            id.trim()
+        )
+    );
+    // The per-node file is the documented example of a cluster configuration.
+    let props = std::fs::read_to_string(data.join("node-1/server.properties")).unwrap();
+    assert!(
+        props.contains("process.roles=broker,controller\n")
+            && props.contains(&format!("controller.quorum.voters=1@localhost:{}\n", port + 1)),
+        "{props}"
+    );
+    let ResponseBody::Metadata(m) = Conn::open(port).call(12, MetadataRequest::default()) else {
+        panic!("not a Metadata response")
+    };
+    assert_eq!(m.cluster_id.as_deref(), Some(id.trim()));
+    assert_eq!(m.brokers[0].port, i32::from(port));
+    // Ctrl-C stops every node cleanly.
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(data.join("node-1/data/.kafka_cleanshutdown").exists());
+    // Again on the same dir: the same cluster id, the data kept.
+    let (mut child, again) = dev(&data, port);
+    assert_eq!(again, line);
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    // Several nodes wait for the multi-node quorum: refused before anything is written.
+    let other = t.path().join("three");
+    let out = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["dev", "--nodes", "3", "--data"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--nodes 3"), "{}", text(&out.stderr));
+    assert!(!other.exists());
+}

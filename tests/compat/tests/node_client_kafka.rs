@@ -68,7 +68,10 @@ async fn node_client_talks_to_apache_kafka() {
         let ResponseBody::Metadata(r) = client.call(req.clone()).await.unwrap() else {
             panic!("not a Metadata response")
         };
-        if r.topics.iter().all(|t| t.error_code == 0 && t.partitions.len() == 2) {
+        if r.topics
+            .iter()
+            .all(|t| t.error_code == 0 && t.partitions.len() == 2)
+        {
             assert_eq!(r.topics.len(), 16);
             break;
         }
