@@ -146,6 +146,7 @@ impl Server {
                 name: l.name.clone(),
                 advertised_host: advertised_host.clone(),
                 advertised_port,
+                controller: l.controller,
             });
             tracing::info!(listener = %l.name, bind = %local_addr, advertised = %format!("{advertised_host}:{advertised_port}"), "listening");
             listeners.push(BoundListener {

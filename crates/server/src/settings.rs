@@ -30,6 +30,9 @@ pub struct ListenerSettings {
     pub advertised_host: String,
     /// Port clients are told to connect to; 0 = the port actually bound.
     pub advertised_port: u16,
+    /// A KRaft controller listener (named in `controller.listener.names`): DescribeCluster
+    /// answers there as a controller endpoint (KIP-919).
+    pub controller: bool,
 }
 
 impl ListenerSettings {
@@ -41,6 +44,7 @@ impl ListenerSettings {
             bind_port: 0,
             advertised_host: "localhost".into(),
             advertised_port: 0,
+            controller: false,
         }
     }
 }
@@ -53,6 +57,9 @@ pub struct ServerSettings {
     /// `process.roles` is set (a KRaft node, today one combined single-voter node): every log
     /// dir must have been formatted by `skiff format`; an unformatted one is refused.
     pub kraft_mode: bool,
+    /// KRaft mode: this node's `controller.quorum.voters` endpoint as
+    /// (controller listener name, host, port), what DescribeQuorum reports for the voter.
+    pub quorum_voter_endpoint: Option<(String, String, u16)>,
     /// `listeners` joined with `advertised.listeners`.
     pub listeners: Vec<ListenerSettings>,
     /// `socket.request.max.bytes`
@@ -96,6 +103,7 @@ impl ServerSettings {
         Self {
             node_id: 1,
             kraft_mode: false,
+            quorum_voter_endpoint: None,
             listeners: vec![ListenerSettings::loopback_ephemeral()],
             socket_request_bytes_max: skiff_types::limits::SOCKET_REQUEST_BYTES_MAX,
             connection_idle_ms_max: 600_000,

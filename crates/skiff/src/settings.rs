@@ -24,6 +24,11 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
     s.log_manager = log_manager;
     s.node_id = cfg.node_id();
     s.kraft_mode = cfg.kraft().is_some();
+    s.quorum_voter_endpoint = cfg.kraft().and_then(|k| {
+        let voter = k.voters.iter().find(|v| v.id == k.node_id)?;
+        let name = k.controller_listener_names.first()?;
+        Some((name.clone(), voter.host.clone(), voter.port))
+    });
     s.listeners = cfg
         .listeners()
         .iter()
@@ -39,6 +44,9 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
                 bind_port: l.port,
                 advertised_host: adv.map_or_else(|| "localhost".to_string(), |a| a.host.clone()),
                 advertised_port: adv.map_or(0, |a| a.port),
+                controller: cfg
+                    .kraft()
+                    .is_some_and(|k| k.is_controller_listener(&l.name)),
             }
         })
         .collect();
@@ -168,6 +176,7 @@ mod tests {
                 bind_port: 9092,
                 advertised_host: "localhost".into(),
                 advertised_port: 9092,
+                controller: false,
             }]
         );
         assert!(s.auto_create_topics);

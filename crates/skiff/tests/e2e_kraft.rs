@@ -15,7 +15,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use skiff_protocol::{MetadataRequest, ResponseBody};
+use skiff_protocol::{DescribeClusterRequest, MetadataRequest, ResponseBody};
 use skiff_testkit::{Broker, BrokerBuilder, Conn};
 
 const ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
@@ -168,6 +168,41 @@ fn e2e_format_then_serve_a_combined_single_voter_node() {
     assert_eq!(m.cluster_id.as_deref(), Some(ID));
     assert_eq!(m.brokers.len(), 1);
     assert_eq!(m.brokers[0].node_id, 1);
+    // The CONTROLLER listener is a controller endpoint (KIP-919): DescribeCluster for
+    // controllers lists the voter there; for brokers it is the wrong endpoint type.
+    let mut c = Conn::open(cport);
+    let ResponseBody::DescribeCluster(r) = c.call(
+        1,
+        DescribeClusterRequest {
+            include_cluster_authorized_operations: false,
+            endpoint_type: 2,
+        },
+    ) else {
+        panic!("not a DescribeCluster response")
+    };
+    assert_eq!((r.error_code, r.endpoint_type, r.controller_id), (0, 2, 1));
+    assert_eq!(r.cluster_id, ID);
+    let b0 = &r.brokers[0];
+    assert_eq!(
+        (b0.broker_id, b0.host.as_str(), b0.port),
+        (1, "127.0.0.1", i32::from(cport))
+    );
+    let ResponseBody::DescribeCluster(r) = c.call(
+        1,
+        DescribeClusterRequest {
+            include_cluster_authorized_operations: false,
+            endpoint_type: 1,
+        },
+    ) else {
+        panic!("not a DescribeCluster response")
+    };
+    assert_eq!(r.error_code, 114, "MISMATCHED_ENDPOINT_TYPE");
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some(
+            "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"
+        )
+    );
     // A running node's dirs cannot be formatted under it: the lock holder is named.
     let out = format(&["-t", ID, "-c", file.to_str().unwrap(), "-g"]);
     assert_eq!(out.status.code(), Some(1));
@@ -305,7 +340,10 @@ fn e2e_skiff_dev_one_node_ready_line_clients_and_ctrl_c() {
     let props = std::fs::read_to_string(data.join("node-1/server.properties")).unwrap();
     assert!(
         props.contains("process.roles=broker,controller\n")
-            && props.contains(&format!("controller.quorum.voters=1@localhost:{}\n", port + 1)),
+            && props.contains(&format!(
+                "controller.quorum.voters=1@localhost:{}\n",
+                port + 1
+            )),
         "{props}"
     );
     let ResponseBody::Metadata(m) = Conn::open(port).call(12, MetadataRequest::default()) else {
@@ -337,6 +375,10 @@ fn e2e_skiff_dev_one_node_ready_line_clients_and_ctrl_c() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--nodes 3"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--nodes 3"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!other.exists());
 }

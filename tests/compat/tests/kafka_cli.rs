@@ -14,8 +14,9 @@
 //! - `kafka-producer-perf-test` / `kafka-consumer-perf-test`: smoke runs that move every
 //!   record.
 //!
-//! `kafka-metadata-quorum`, `kafka-leader-election`, `kafka-transactions` and `kafka-acls` join
-//! when their features do (issues 16, 17, 18, 19).
+//! `kafka-metadata-quorum` runs in `kraft_storage.rs` (against a KRaft node);
+//! `kafka-leader-election`, `kafka-transactions` and `kafka-acls` join when their features do
+//! (issues 17, 18, 19).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;

@@ -8,7 +8,10 @@
 //!   `--ignore-formatted`) and a dir of another cluster, on a dir Kafka formatted;
 //! - `skiff serve` starts on a dir Kafka's StorageTool formatted (its `meta.properties` and
 //!   `bootstrap.checkpoint`), reports Kafka's cluster id through a stock client
-//!   (confluent-kafka's DescribeCluster), and kcat produces and consumes through it.
+//!   (confluent-kafka's DescribeCluster), and kcat produces and consumes through it;
+//! - `kafka-metadata-quorum.sh describe --status` through `--bootstrap-server` and through
+//!   `--bootstrap-controller` (the CONTROLLER listener answers DescribeCluster as a controller
+//!   endpoint, KIP-919): the cluster id, the leader and the voter at its controller endpoint.
 //!
 //! One documented difference: Kafka 4.1's StorageTool writes any string as the cluster id
 //! (KAFKA-17118 dropped its `Uuid.fromString` check); `skiff format` checks the id as
@@ -266,4 +269,34 @@ fn skiff_format_and_serve_on_a_dir_kafkas_storage_tool_formatted() {
         "Skiff keeps Kafka's meta.properties as written"
     );
     eprintln!("phase serve: {:?}", started.elapsed());
+
+    // kafka-metadata-quorum through the broker listener and through the controller listener
+    // (KIP-919: DescribeCluster answers as a controller endpoint there).
+    let started = Instant::now();
+    let controller = format!("127.0.0.1:{}", ports.1);
+    for bootstrap_flag in [
+        ["--bootstrap-server", bootstrap.as_str()],
+        ["--bootstrap-controller", controller.as_str()],
+    ] {
+        let mut args = bootstrap_flag.to_vec();
+        args.extend(["describe", "--status"]);
+        let out = kafka_tool("org.apache.kafka.tools.MetadataQuorumCommand", &args);
+        out.assert_success("kafka-metadata-quorum describe --status");
+        let field = |name: &str| {
+            out.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+                .unwrap_or_else(|| panic!("no {name} in {}", out.stdout))
+                .to_string()
+        };
+        assert_eq!(field("ClusterId:"), ID);
+        assert_eq!(field("LeaderId:"), "1");
+        assert_eq!(
+            field("CurrentVoters:"),
+            format!("[{{\"id\": 1, \"endpoints\": [\"CONTROLLER://{controller}\"]}}]")
+        );
+        assert_eq!(field("CurrentObservers:"), "[]");
+    }
+    eprintln!("phase metadata quorum tool: {:?}", started.elapsed());
 }

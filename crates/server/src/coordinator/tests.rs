@@ -103,6 +103,7 @@ fn handle<T>(
         name: "PLAINTEXT".into(),
         advertised_host: "localhost".into(),
         advertised_port: 9092,
+        controller: false,
     };
     let ctx = crate::handlers::RequestContext {
         broker,

@@ -2,9 +2,11 @@
 //!
 //! A single node is the whole cluster: one broker (this node, at the advertised address of the
 //! listener the request came through, no rack) and the controller id is this node's (a KRaft
-//! broker answers a live broker id there). v1's `endpoint_type` must be BROKER (1): CONTROLLER
-//! (2) -> MISMATCHED_ENDPOINT_TYPE, anything else -> UNSUPPORTED_ENDPOINT_TYPE (both
-//! INVALID_REQUEST at v0), with Kafka's messages. Cluster authorized operations, when asked,
+//! broker answers a live broker id there). v1's `endpoint_type` must match the listener
+//! (KIP-919): BROKER (1) on a broker listener; CONTROLLER (2) on a KRaft controller listener,
+//! which answers with the controller (this node at its `controller.quorum.voters` address);
+//! the other type -> MISMATCHED_ENDPOINT_TYPE, anything else -> UNSUPPORTED_ENDPOINT_TYPE
+//! (both INVALID_REQUEST at v0), with Kafka's messages. Cluster authorized operations, when asked,
 //! are every CLUSTER operation (no authorizer yet), else Kafka's "not requested" sentinel.
 
 use skiff_protocol::{
@@ -37,14 +39,26 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeClusterRequest) -> Reply {
             ..DescribeClusterResponse::default()
         }))
     };
+    let here = if ctx.listener.controller {
+        ENDPOINT_CONTROLLER
+    } else {
+        ENDPOINT_BROKER
+    };
     match req.endpoint_type {
-        ENDPOINT_BROKER => {}
-        ENDPOINT_CONTROLLER => {
+        ENDPOINT_BROKER | ENDPOINT_CONTROLLER if req.endpoint_type != here => {
+            let (sent, wanted) = if here == ENDPOINT_BROKER {
+                ("BROKER", "CONTROLLER")
+            } else {
+                ("CONTROLLER", "BROKER")
+            };
             return refused(
                 ErrorCode::MismatchedEndpointType,
-                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER".into(),
+                format!(
+                    "The request was sent to an endpoint of type {sent}, but we wanted an endpoint of type {wanted}"
+                ),
             );
         }
+        ENDPOINT_BROKER | ENDPOINT_CONTROLLER => {}
         other => {
             return refused(
                 ErrorCode::UnsupportedEndpointType,
@@ -53,16 +67,25 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeClusterRequest) -> Reply {
         }
     }
     let node = broker.node_id();
+    // A controller endpoint lists the controllers (the voter, at its controller.quorum.voters
+    // address); a broker endpoint the brokers, at the advertised address of this listener.
+    let (host, port) = match (&broker.settings.quorum_voter_endpoint, here) {
+        (Some((_, host, port)), ENDPOINT_CONTROLLER) => (host.clone(), *port),
+        _ => (
+            ctx.listener.advertised_host.clone(),
+            ctx.listener.advertised_port,
+        ),
+    };
     Reply::Now(ResponseBody::DescribeCluster(DescribeClusterResponse {
         error_code: 0,
         error_message: None,
-        endpoint_type: ENDPOINT_BROKER,
+        endpoint_type: here,
         cluster_id: broker.cluster_id().to_string(),
         controller_id: node,
         brokers: vec![DescribeClusterBroker {
             broker_id: node,
-            host: ctx.listener.advertised_host.clone(),
-            port: i32::from(ctx.listener.advertised_port),
+            host,
+            port: i32::from(port),
             rack: None,
         }],
         cluster_authorized_operations: if req.include_cluster_authorized_operations {

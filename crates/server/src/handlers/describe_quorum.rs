@@ -8,7 +8,9 @@
 //! last caught-up times are now (Kafka reports the leader's own as the current time); no
 //! observers (a combined node is not its own observer). v2 adds the voter's directory id
 //! (zero: the static-voter form, as Kafka reports voters without one) and `Nodes`, the
-//! voter's endpoint: the listener the request came through. Any topic partition but
+//! voter's endpoint: in KRaft mode its `controller.quorum.voters` entry on the controller
+//! listener, as Kafka reports a static voter; without `process.roles`, the listener the
+//! request came through. Any topic partition but
 //! `__cluster_metadata`-0, or more than one, is answered UNKNOWN_TOPIC_OR_PARTITION per
 //! partition, as `KafkaRaftClient` does. The Raft issue replaces the source of these figures,
 //! not the handler's shape.
@@ -86,11 +88,26 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeQuorumRequest) -> Reply {
         }],
         nodes: vec![Node {
             node_id: node,
-            listeners: vec![Listener {
-                name: ctx.listener.name.clone(),
-                host: ctx.listener.advertised_host.clone(),
-                port: ctx.listener.advertised_port,
-            }],
+            listeners: vec![voter_endpoint(ctx)],
         }],
     }))
+}
+
+/// The voter's endpoint: in KRaft mode its `controller.quorum.voters` entry on the first
+/// controller listener (as Kafka reports static voters, e.g. `CONTROLLER://host:9093`); a
+/// node without `process.roles` has no controller listener, so the listener the request
+/// came through.
+fn voter_endpoint(ctx: &RequestContext<'_>) -> Listener {
+    match &ctx.broker.settings.quorum_voter_endpoint {
+        Some((name, host, port)) => Listener {
+            name: name.clone(),
+            host: host.clone(),
+            port: *port,
+        },
+        None => Listener {
+            name: ctx.listener.name.clone(),
+            host: ctx.listener.advertised_host.clone(),
+            port: ctx.listener.advertised_port,
+        },
+    }
 }

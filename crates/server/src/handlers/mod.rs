@@ -90,6 +90,8 @@ pub struct ListenerInfo {
     pub name: String,
     pub advertised_host: String,
     pub advertised_port: u16,
+    /// A KRaft controller listener (`ListenerSettings::controller`).
+    pub controller: bool,
 }
 
 /// Everything a handler may look at besides its request body.
