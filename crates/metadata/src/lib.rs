@@ -17,6 +17,11 @@
 //!   `__cluster_metadata-0`, one v2 batch per change, committed = appended + fsynced. The Raft
 //!   quorum of the next issue implements the same trait; nothing above it changes.
 //!
+//! [`active`] is the active controller's core over a replicated log (the Raft quorum's
+//! shell drives it): requests validated against the pending image (committed + proposed),
+//! answered once committed, NOT_CONTROLLER to every waiter on lost leadership; a seeded
+//! simulation of three controllers over a model quorum checks it (`tests/controller_sim.rs`).
+//!
 //! [`MetadataStore`] (`store.rs`) is the thin shell: writer lock, image snapshot, `handle`,
 //! `propose`, `replay`, publish; plus the wall clock, random ids and the in-memory producer-id
 //! block. `log_dir.rs` is the `meta.properties` rule of every `log.dirs` entry, [`format`] the
@@ -35,6 +40,7 @@
 //! `Arc` snapshot of the image and never block writers for long.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod active;
 pub mod cluster_id;
 mod controller;
 pub mod format;
@@ -78,6 +84,9 @@ pub enum MetadataError {
     Internal(String),
     #[error("metadata log: {0}")]
     Storage(String),
+    /// This node lost (or never had) the controller's leadership: retry on the new one.
+    #[error("No controller appears to be active.")]
+    NotController,
     /// The first log dir cannot be used (its `meta.properties`).
     #[error("{0}")]
     LogDir(#[from] LogDirError),
@@ -93,6 +102,7 @@ impl MetadataError {
             MetadataError::InvalidTopic(_) => ErrorCode::InvalidTopicException,
             MetadataError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             MetadataError::Internal(_) => ErrorCode::UnknownServerError,
+            MetadataError::NotController => ErrorCode::NotController,
             MetadataError::Storage(_) | MetadataError::LogDir(_) => ErrorCode::KafkaStorageError,
         }
     }
