@@ -1,6 +1,8 @@
 //! `KafkaLogStore` across restarts: log state, vote, committed id and entries survive a reopen
 //! of the same dir; a torn tail is truncated on open and never returned.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;

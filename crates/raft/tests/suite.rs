@@ -1,5 +1,7 @@
 //! openraft's own storage conformance suite against `KafkaLogStore` + `MemStateMachine`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use openraft::testing::log::{StoreBuilder, Suite};
 use openraft::{ErrorSubject, ErrorVerb, StorageError};
 use skiff_raft::{KafkaLogStore, MemStateMachine, SkiffRaft};
