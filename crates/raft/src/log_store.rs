@@ -13,7 +13,8 @@
 //! - `append`: each entry is encoded, placed at the log end with `append_as_leader` (which
 //!   stamps the base offset and the term), then the log is fsynced *before*
 //!   `callback.io_completed(Ok)`; the fsync runs on tokio's blocking pool.
-//! - `truncate_after(id)` = `Log::truncate_to(base offset of entry id + 1)`.
+//! - `truncate_after(id)` = `Log::truncate_to(base offset of entry id + 1)`, then the active
+//!   file and the dir are fsynced (a cut must not come undone by a crash).
 //! - `purge(id)`: `raft-log-start` is rewritten first, then the log start moves to the entry
 //!   after `id` (`delete_records`); whole segments below it are left to a later retention pass.
 //! - The high watermark is the end of the committed entry (`save_committed`), so a Kafka reader
@@ -27,7 +28,7 @@
 //!   fsync): until the log end passes the mark seen at the last truncation, the active segment
 //!   file is fsynced directly;
 //! - a torn tail is truncated by `Log::open` (unclean-start recovery) and never becomes a slot;
-//!   a batch that does not decode is an error, never skipped.
+//!   a batch that does not decode, or a gap between batches, is an error, never skipped.
 //!
 //! Concurrency: the store and its readers ([`RaftLogStorage::get_log_reader`]) share one
 //! `Mutex<Inner>`; reads copy bytes under it (the metadata log is small), no lock is held
@@ -173,10 +174,24 @@ impl Inner {
                 .log
                 .read(offset, READ_CHUNK, end, true)
                 .map_err(storage_err)?;
-            let Some(slice) = read.slice else { break };
+            let Some(slice) = read.slice else {
+                return Err(invalid(format!(
+                    "raft log unreadable at offset {offset} (log end {end})"
+                )));
+            };
             let bytes = slice.read_to_vec()?;
             let slots = &mut self.slots;
+            let mut expect = offset;
             let next = for_each_batch(&bytes, offset, |view| {
+                // Entries are dense: a gap (e.g. a removed segment that came back) would shift
+                // every later index, so it is corruption, not something to skip.
+                if view.base_offset() != expect {
+                    return Err(invalid(format!(
+                        "raft log gap: a batch at offset {} where {expect} was expected",
+                        view.base_offset()
+                    )));
+                }
+                expect = view.next_offset();
                 slots.push(Slot {
                     offset: view.base_offset(),
                     term: view.partition_leader_epoch(),
@@ -516,10 +531,16 @@ impl RaftLogStorage<SkiffRaft> for KafkaLogStore {
                 )));
             }
             g.apply_high_watermark();
-            g.active_file()
+            (g.active_file(), g.log.dir().to_path_buf())
         };
-        // Make the shorter file durable now so removed entries cannot come back on restart.
-        blocking(move || Durability::File(file).run()).await
+        // Make the cut durable now so removed entries cannot come back on restart: the shorter
+        // active file, and the dir (segments past the cut were unlinked).
+        let (file, dir) = file;
+        blocking(move || {
+            Durability::File(file).run()?;
+            File::open(&dir)?.sync_all()
+        })
+        .await
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
@@ -553,5 +574,42 @@ impl RaftLogStorage<SkiffRaft> for KafkaLogStore {
         }
         g.apply_high_watermark();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::entry::RaftEntry;
+
+    use super::*;
+    use crate::types::Op;
+
+    fn blank(term: i32, index: u64) -> Entry {
+        Entry::new_blank(log_id(term, index))
+    }
+
+    #[tokio::test]
+    async fn a_re_append_below_the_old_synced_mark_is_fsynced_directly() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = KafkaLogStore::open(&tmp.path().join("m-0"), Clock::manual(0)).unwrap();
+        let entries: Vec<Entry> = (0..5).map(|i| blank(1, i)).collect();
+        s.append(entries, IOFlushed::noop()).await.unwrap();
+        let synced = s.inner.lock().log.sync().synced();
+        assert_eq!(synced, 5, "sync_to covered the appends");
+        s.truncate_after(Some(log_id(1, 1))).await.unwrap();
+        // storage's synced mark does not move back with the log end: sync_to(3) would be a
+        // no-op, so the store must know to fsync the file itself.
+        assert_eq!(s.inner.lock().log.sync().synced(), 5);
+        assert_eq!(s.inner.lock().stale_sync_until, 5);
+        let again = Entry::new_normal(log_id(2, 2), Op(vec![bytes::Bytes::from_static(b"x")]));
+        s.append(vec![again.clone()], IOFlushed::noop())
+            .await
+            .unwrap();
+        let (end, stale) = {
+            let g = s.inner.lock();
+            (g.log.log_end_offset(), g.stale_sync_until)
+        };
+        assert!(end <= stale, "direct fsync path taken");
+        assert_eq!(s.try_get_log_entries(2..).await.unwrap(), vec![again]);
     }
 }
