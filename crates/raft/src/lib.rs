@@ -1,0 +1,17 @@
+//! Skiff's openraft adapter (issue 16 item 1; design/replication.md §1.2-1.3).
+//!
+//! The only crate that names openraft. Today it holds the storage side: [`SkiffRaft`] (the type
+//! configuration), [`KafkaLogStore`] (the Raft log as Kafka v2 batches in a
+//! `__cluster_metadata-0` partition dir, with `quorum-state` and the committed log id beside
+//! it) and [`MemStateMachine`] (a minimal state machine the tests read). The `MetadataQuorum`
+//! seam and the network come next.
+
+pub mod codec;
+pub mod log_store;
+pub mod state_files;
+pub mod state_machine;
+pub mod types;
+
+pub use log_store::KafkaLogStore;
+pub use state_machine::MemStateMachine;
+pub use types::{Epoch, NodeId, Op, SkiffRaft};
