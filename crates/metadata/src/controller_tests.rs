@@ -363,13 +363,19 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
             ),
         ),
         (
-            "register: a new incarnation (old session expired) gets a new epoch, fenced",
+            "register: a new incarnation (old session expired) gets a new epoch, fenced; the \
+             old one's leaderships move first (its lone-replica partitions lose their leader)",
             register_req(1, INC2),
             Ok(
-                vec![Record::RegisterBroker(RegisterBrokerRecord {
-                    fenced: true,
-                    ..register_record(1, INC2, 100)
-                })],
+                vec![
+                    leaderless(ORDERS, 0),
+                    leaderless(ORDERS, 1),
+                    leaderless(ORDERS, 2),
+                    Record::RegisterBroker(RegisterBrokerRecord {
+                        fenced: true,
+                        ..register_record(1, INC2, 100)
+                    }),
+                ],
                 Response::Registered { broker_epoch: 100 },
             ),
         ),
@@ -401,6 +407,15 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
             Err(ErrorCode::InvalidRequest),
         ),
     ]
+}
+
+fn leaderless(topic_id: Uuid, p: i32) -> Record {
+    Record::PartitionChange(skiff_protocol::PartitionChangeRecord {
+        partition_id: p,
+        topic_id,
+        leader: crate::NO_LEADER,
+        ..skiff_protocol::PartitionChangeRecord::default()
+    })
 }
 
 fn register_record(id: i32, inc: Uuid, epoch: i64) -> RegisterBrokerRecord {

@@ -29,6 +29,9 @@
 //! Kafka also moves it to an amending registration's offset. FENCED -> SHUTDOWN_NOW writes no
 //! record (Kafka writes a redundant fence record whose replay is a no-op). Any registration
 //! counts as contact. No `REQUEST_TIMED_OUT` path (Skiff's caller has no event-queue deadline).
+//! A new incarnation replacing an unfenced registration (session expired, expiry not yet
+//! run) first moves the old incarnation's leaderships, in the same batch, so a fenced broker
+//! never leads (Kafka 4.0-IV0 leaves them until the broker is back).
 //!
 //! Invariants: an error produces no records and leaves the tracker unchanged; a fenced broker
 //! leads no partition once the fencing records are replayed; broker epochs only grow (a new
@@ -382,8 +385,15 @@ pub(crate) fn register_broker(
         in_controlled_shutdown,
         ..RegisterBrokerRecord::default()
     };
-    Ok((
-        vec![Record::RegisterBroker(record)],
-        Response::Registered { broker_epoch },
-    ))
+    // A new incarnation replacing an unfenced one (its session expired, the expiry not run
+    // yet): the old incarnation's leaderships move first, as its fencing would have moved
+    // them. Kafka 4.0-IV0 leaves them (its unclean-shutdown handler needs ELR).
+    let mut records = match existing {
+        Some(b) if b.incarnation_id != incarnation_id && !b.fenced => {
+            leader_and_isr_updates(image, Some(broker_id), None, |p| p.isr.contains(&broker_id))
+        }
+        _ => Vec::new(),
+    };
+    records.push(Record::RegisterBroker(record));
+    Ok((records, Response::Registered { broker_epoch }))
 }
