@@ -86,7 +86,16 @@ async fn e2e_node_client_pipelines_and_negotiates() {
         .call_at(hi + 1, MetadataRequest::default())
         .await
         .unwrap_err();
-    assert!(matches!(e, NodeClientError::Unsupported { api: ApiKey::Metadata, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            NodeClientError::Unsupported {
+                api: ApiKey::Metadata,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(client.call(MetadataRequest::default()).await.is_ok());
     t.server.shutdown().await.unwrap();
 }
@@ -115,12 +124,8 @@ async fn e2e_node_client_fails_calls_of_a_lost_node_and_reconnects() {
 
     // Back on the same port and dir: the next calls reconnect and see the old topic.
     let port = addr.port();
-    let (server, again) = in_process::start_on(
-        &data,
-        |s| s.listeners[0].bind_port = port,
-        topic_configs,
-    )
-    .await;
+    let (server, again) =
+        in_process::start_on(&data, |s| s.listeners[0].bind_port = port, topic_configs).await;
     assert_eq!(again, addr);
     let topics = loop {
         assert!(tokio::time::Instant::now() < deadline, "no reconnect");
