@@ -30,6 +30,7 @@ pub mod fetch_session;
 pub mod handlers;
 pub mod listener;
 pub mod live_config;
+pub mod node_client;
 pub mod replica;
 pub mod scrubber;
 pub mod sendfile;
