@@ -7,8 +7,9 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 use skiff_protocol::{
-    BrokerRegistrationChangeRecord, Codec, ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
-    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, WireWrite,
+    BrokerRegistrationChangeRecord, Codec, ConfigRecord, MetadataRecord, PartitionChangeRecord,
+    PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
+    WireWrite,
 };
 
 use crate::MetadataError;

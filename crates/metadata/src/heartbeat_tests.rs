@@ -212,7 +212,12 @@ fn registration_table() {
         match (got, want) {
             (Ok((records, response)), Ok((want_records, epoch))) => {
                 assert_eq!(records, want_records, "{name}");
-                assert_eq!(response, Response::Registered { broker_epoch: epoch });
+                assert_eq!(
+                    response,
+                    Response::Registered {
+                        broker_epoch: epoch
+                    }
+                );
                 let Request::RegisterBroker { broker_id, .. } = request else {
                     unreachable!()
                 };
@@ -220,7 +225,11 @@ fn registration_table() {
                 assert_eq!(next.broker(broker_id).map(|b| b.epoch), Some(epoch));
             }
             (Err(e), Err((code, msg))) => {
-                assert_eq!((e.error_code(), e.to_string().as_str()), (code, msg), "{name}")
+                assert_eq!(
+                    (e.error_code(), e.to_string().as_str()),
+                    (code, msg),
+                    "{name}"
+                )
             }
             (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
         }
@@ -243,8 +252,14 @@ fn new_incarnation_of_an_unfenced_leader_moves_its_leaderships() {
     assert_eq!(records[1], pchange(B, 0, NO_LEADER, None));
     let next = replay(&img, &records);
     assert_eq!(next.partition("a", 0).map(|p| p.leader), Some(2));
-    assert_eq!(next.partition("b", 0).map(|p| (p.leader, &p.isr)), Some((NO_LEADER, &vec![1])));
-    assert_eq!(next.broker(1).map(|b| (b.epoch, b.fenced)), Some((100, true)));
+    assert_eq!(
+        next.partition("b", 0).map(|p| (p.leader, &p.isr)),
+        Some((NO_LEADER, &vec![1]))
+    );
+    assert_eq!(
+        next.broker(1).map(|b| (b.epoch, b.fenced)),
+        Some((100, true))
+    );
 }
 
 #[test]
@@ -264,7 +279,10 @@ fn heartbeat_errors_are_stale_broker_epoch_and_change_nothing() {
     ];
     for (h, msg) in cases {
         let e = tracker.heartbeat(&img, &h, 1000, 100).unwrap_err();
-        assert_eq!((e.error_code(), e.to_string()), (ErrorCode::StaleBrokerEpoch, msg.into()));
+        assert_eq!(
+            (e.error_code(), e.to_string()),
+            (ErrorCode::StaleBrokerEpoch, msg.into())
+        );
         assert_eq!(tracker, before, "{msg}");
     }
 }
@@ -300,7 +318,13 @@ fn heartbeat_state_table() {
         pchange(B, 0, NO_LEADER, None),
         change(1, 10, 1, 0),
     ];
-    type Case<'a> = (&'a str, &'a MetadataImage, Heartbeat, Vec<Record>, HeartbeatReply);
+    type Case<'a> = (
+        &'a str,
+        &'a MetadataImage,
+        Heartbeat,
+        Vec<Record>,
+        HeartbeatReply,
+    );
     let cases: Vec<Case<'_>> = vec![
         (
             "fenced, behind its registration offset: stays fenced",
@@ -355,7 +379,10 @@ fn heartbeat_state_table() {
             "unfenced, wants shutdown, leads nothing: shut down now",
             &unfenced,
             hb(2, 20, 50, false, true),
-            vec![pchange(A, 0, NO_LEADER_CHANGE, Some(&[1])), change(2, 20, 1, 0)],
+            vec![
+                pchange(A, 0, NO_LEADER_CHANGE, Some(&[1])),
+                change(2, 20, 1, 0),
+            ],
             reply(true, true, true, false),
         ),
         (
@@ -380,10 +407,16 @@ fn heartbeat_state_table() {
         let next = replay(img, &records);
         let b = next.broker(h.broker_id).unwrap();
         assert_eq!(b.fenced, got.is_fenced, "{name}");
-        assert_eq!(b.in_controlled_shutdown, got.in_controlled_shutdown, "{name}");
+        assert_eq!(
+            b.in_controlled_shutdown, got.in_controlled_shutdown,
+            "{name}"
+        );
         if b.fenced || b.in_controlled_shutdown {
             for t in ["a", "b"] {
-                assert!(next.partitions(t).all(|(_, p)| p.leader != h.broker_id), "{name}");
+                assert!(
+                    next.partitions(t).all(|(_, p)| p.leader != h.broker_id),
+                    "{name}"
+                );
             }
         }
     }
@@ -399,19 +432,35 @@ fn controlled_shutdown_waits_for_the_active_brokers() {
         part(A, 0, &[1, 2], &[1, 2], 1),
     ]));
     let mut tracker = BrokerHeartbeats::new(0, 9000);
-    tracker.heartbeat(&img, &hb(2, 20, 40, false, false), 1000, 50).unwrap();
+    tracker
+        .heartbeat(&img, &hb(2, 20, 40, false, false), 1000, 50)
+        .unwrap();
     // The CS change lands at offsets 50 (registration change) and 51 (partition change).
-    let (records, r) = tracker.heartbeat(&img, &hb(1, 10, 49, false, true), 1000, 50).unwrap();
-    assert_eq!(records, vec![change(1, 10, 0, 1), pchange(A, 0, 2, Some(&[2]))]);
+    let (records, r) = tracker
+        .heartbeat(&img, &hb(1, 10, 49, false, true), 1000, 50)
+        .unwrap();
+    assert_eq!(
+        records,
+        vec![change(1, 10, 0, 1), pchange(A, 0, 2, Some(&[2]))]
+    );
     assert!(r.in_controlled_shutdown && !r.should_shut_down && !r.is_fenced);
     img = replay(&img, &records);
     // Broker 2 has seen 40 < 51: stay.
-    let (records, r) = tracker.heartbeat(&img, &hb(1, 10, 52, false, true), 1100, 52).unwrap();
+    let (records, r) = tracker
+        .heartbeat(&img, &hb(1, 10, 52, false, true), 1100, 52)
+        .unwrap();
     assert_eq!((records, r), (vec![], reply(true, false, false, true)));
     // Broker 2 sees 51: broker 1 may go, fenced.
-    tracker.heartbeat(&img, &hb(2, 20, 51, false, false), 1200, 52).unwrap();
-    let (records, r) = tracker.heartbeat(&img, &hb(1, 10, 52, false, true), 1300, 52).unwrap();
-    assert_eq!((records.clone(), r), (vec![change(1, 10, 1, 0)], reply(true, true, true, false)));
+    tracker
+        .heartbeat(&img, &hb(2, 20, 51, false, false), 1200, 52)
+        .unwrap();
+    let (records, r) = tracker
+        .heartbeat(&img, &hb(1, 10, 52, false, true), 1300, 52)
+        .unwrap();
+    assert_eq!(
+        (records.clone(), r),
+        (vec![change(1, 10, 1, 0)], reply(true, true, true, false))
+    );
     img = replay(&img, &records);
     assert_eq!(img.broker(1).map(|b| b.fenced), Some(true));
 }
@@ -430,23 +479,38 @@ fn expiry_fences_the_oldest_session_first() {
     ]));
     let mut t = BrokerHeartbeats::new(0, 9000);
     for (id, epoch, at) in [(1, 10, 5000), (2, 20, 3000), (3, 30, 4000), (5, 50, 4000)] {
-        t.heartbeat(&img, &hb(id, epoch, 100, false, false), at, 100).unwrap();
+        t.heartbeat(&img, &hb(id, epoch, 100, false, false), at, 100)
+            .unwrap();
     }
     assert_eq!(t.expired(&img, 12_000), None, "3000 + 9000 is not < 12000");
     assert_eq!(t.expired(&img, 12_001), Some(2));
     let (id, records) = t.fence_expired(&img, 12_001).unwrap();
     assert_eq!(id, 2);
-    assert_eq!(records, vec![pchange(A, 0, 1, Some(&[1])), change(2, 20, 1, 0)]);
+    assert_eq!(
+        records,
+        vec![pchange(A, 0, 1, Some(&[1])), change(2, 20, 1, 0)]
+    );
     img = replay(&img, &records);
-    assert_eq!(t.expired(&img, 12_001), None, "one per run; 3 is still valid");
+    assert_eq!(
+        t.expired(&img, 12_001),
+        None,
+        "one per run; 3 is still valid"
+    );
     let mut order = Vec::new();
     while let Some((id, records)) = t.fence_expired(&img, 20_000) {
         order.push(id);
         img = replay(&img, &records);
     }
-    assert_eq!(order, vec![3, 5, 1], "tie at 4000: lowest id first; 4 (fenced) never");
+    assert_eq!(
+        order,
+        vec![3, 5, 1],
+        "tie at 4000: lowest id first; 4 (fenced) never"
+    );
     assert!(img.brokers().all(|b| b.fenced));
-    assert_eq!(img.partition("a", 0).map(|p| (p.leader, &p.isr)), Some((NO_LEADER, &vec![1])));
+    assert_eq!(
+        img.partition("a", 0).map(|p| (p.leader, &p.isr)),
+        Some((NO_LEADER, &vec![1]))
+    );
 }
 
 /// Kafka 4.0's worked cases (no ELR): the ISR never empties; a broker returns as leader
@@ -460,7 +524,9 @@ fn fence_and_unfence_move_leadership() {
         part(A, 0, &[1, 2], &[1, 2], 1),
     ]));
     let mut t = BrokerHeartbeats::new(0, 9000);
-    let steps: Vec<(Heartbeat, Vec<Record>, (i32, Vec<i32>, i32, i32))> = vec![
+    // (heartbeat, records, (leader, ISR, leader epoch, partition epoch) after replay)
+    type Step = (Heartbeat, Vec<Record>, (i32, Vec<i32>, i32, i32));
+    let steps: Vec<Step> = vec![
         (
             hb(1, 10, 50, true, false),
             vec![pchange(A, 0, 2, Some(&[2])), change(1, 10, 1, 0)],
@@ -483,7 +549,9 @@ fn fence_and_unfence_move_leadership() {
             (2, vec![2], 3, 3),
         ),
     ];
-    for (i, (h, want, (leader, isr, leader_epoch, partition_epoch))) in steps.into_iter().enumerate() {
+    for (i, (h, want, (leader, isr, leader_epoch, partition_epoch))) in
+        steps.into_iter().enumerate()
+    {
         let (records, _) = t.heartbeat(&img, &h, 1000, 100).unwrap();
         assert_eq!(records, want, "step {i}");
         img = replay(&img, &records);

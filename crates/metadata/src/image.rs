@@ -24,8 +24,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use skiff_protocol::{
-    BrokerRegistrationChangeRecord, ConfigRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
-    RemoveTopicRecord, TopicRecord,
+    BrokerRegistrationChangeRecord, ConfigRecord, PartitionChangeRecord, PartitionRecord,
+    ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
 };
 use uuid::Uuid;
 

@@ -3,8 +3,9 @@
 
 use bytes::Bytes;
 use skiff_protocol::{
-    BrokerEndpoint as WireEndpoint, BrokerRegistrationChangeRecord, ConfigRecord, PartitionChangeRecord, PartitionRecord,
-    ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
+    BrokerEndpoint as WireEndpoint, BrokerRegistrationChangeRecord, ConfigRecord,
+    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+    RemoveTopicRecord, TopicRecord,
 };
 use uuid::Uuid;
 
@@ -410,6 +411,9 @@ fn registration_change_table() {
         // A new registration replaces the flags whole.
         let again = replay(&img, &[Record::RegisterBroker(broker(1, 0x12, 9, false))]);
         let b = again.broker(1).unwrap();
-        assert_eq!((b.fenced, b.in_controlled_shutdown, b.epoch), (false, false, 9));
+        assert_eq!(
+            (b.fenced, b.in_controlled_shutdown, b.epoch),
+            (false, false, 9)
+        );
     }
 }

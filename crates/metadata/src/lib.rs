@@ -113,9 +113,7 @@ impl MetadataError {
             MetadataError::InvalidReplicationFactor(_) => ErrorCode::InvalidReplicationFactor,
             MetadataError::InvalidReplicaAssignment(_) => ErrorCode::InvalidReplicaAssignment,
             MetadataError::InconsistentClusterId(_) => ErrorCode::InconsistentClusterId,
-            MetadataError::DuplicateBrokerRegistration(_) => {
-                ErrorCode::DuplicateBrokerRegistration
-            }
+            MetadataError::DuplicateBrokerRegistration(_) => ErrorCode::DuplicateBrokerRegistration,
             MetadataError::StaleBrokerEpoch(_) => ErrorCode::StaleBrokerEpoch,
             MetadataError::Internal(_) => ErrorCode::UnknownServerError,
             MetadataError::Storage(_) | MetadataError::LogDir(_) => ErrorCode::KafkaStorageError,

@@ -97,7 +97,10 @@ fn placed(img: &MetadataImage, req: &Request, start: usize) -> Vec<(Vec<i32>, Ve
             Record::Partition(p) => {
                 assert_eq!((p.leader_epoch, p.partition_epoch), (0, 0));
                 let reg = next.partition(topic, p.partition_id).unwrap();
-                assert_eq!((&reg.replicas, &reg.isr, reg.leader), (&p.replicas, &p.isr, p.leader));
+                assert_eq!(
+                    (&reg.replicas, &reg.isr, reg.leader),
+                    (&p.replicas, &p.isr, p.leader)
+                );
                 Some((p.replicas.clone(), p.isr.clone(), p.leader))
             }
             _ => None,
@@ -122,14 +125,23 @@ fn automatic_placement_table() {
             &four,
             create(4, 2, &[]),
             0,
-            vec![p(&[1, 2], &[1, 2], 1), p(&[2, 3], &[2, 3], 2), p(&[3, 4], &[3, 4], 3), p(&[4, 1], &[4, 1], 4)],
+            vec![
+                p(&[1, 2], &[1, 2], 1),
+                p(&[2, 3], &[2, 3], 2),
+                p(&[3, 4], &[3, 4], 3),
+                p(&[4, 1], &[4, 1], 4),
+            ],
         ),
         (
             "the start offset rotates the stripe",
             &four,
             create(3, 3, &[]),
             5,
-            vec![p(&[2, 3, 4], &[2, 3, 4], 2), p(&[3, 4, 1], &[3, 4, 1], 3), p(&[4, 1, 2], &[4, 1, 2], 4)],
+            vec![
+                p(&[2, 3, 4], &[2, 3, 4], 2),
+                p(&[3, 4, 1], &[3, 4, 1], 3),
+                p(&[4, 1, 2], &[4, 1, 2], 4),
+            ],
         ),
         (
             "fenced brokers never lead",
@@ -150,7 +162,11 @@ fn automatic_placement_table() {
             &shutting,
             create(3, 2, &[]),
             0,
-            vec![p(&[1, 3], &[1, 3], 1), p(&[3, 1], &[3, 1], 3), p(&[1, 3], &[1, 3], 1)],
+            vec![
+                p(&[1, 3], &[1, 3], 1),
+                p(&[3, 1], &[3, 1], 3),
+                p(&[1, 3], &[1, 3], 1),
+            ],
         ),
         (
             "one broker: every partition on it whatever the start (today's result)",
@@ -212,27 +228,113 @@ fn placement_errors_with_kafkas_messages() {
     let one = cluster(&[1], &[], &[]);
     let all_fenced = cluster(&[], &[1, 2], &[]);
     let mixed = cluster(&[1, 2], &[3], &[]);
-    use ErrorCode::{InvalidReplicaAssignment as Ira, InvalidReplicationFactor as Irf, InvalidRequest};
+    use ErrorCode::{
+        InvalidReplicaAssignment as Ira, InvalidReplicationFactor as Irf, InvalidRequest,
+    };
     let cases: Vec<(&MetadataImage, Request, ErrorCode, &str)> = vec![
-        (&one, create(1, 0, &[]), Irf, "Replication factor must be larger than 0, or -1 to use the default value."),
-        (&one, create(1, 3, &[]), Irf, "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered."),
-        (&all_fenced, create(1, 1, &[]), Irf, "Unable to replicate the partition 1 time(s): All brokers are currently fenced."),
-        (&one, grow(2, &[]), Irf, "The target replication factor of 2 cannot be reached because only 1 broker(s) are registered."),
-        (&mixed, create(1, -1, &[&[1]]), InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1."),
-        (&mixed, create(-1, 1, &[&[1]]), InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1."),
-        (&mixed, create(-1, -1, &[&[]]), Ira, "The manual partition assignment includes an empty replica list."),
-        (&mixed, create(-1, -1, &[&[1, 9]]), Ira, "The manual partition assignment includes broker 9, but no such broker is registered."),
-        (&mixed, create(-1, -1, &[&[2, 1, 2]]), Ira, "The manual partition assignment includes the broker 2 more than once."),
-        (&mixed, create(-1, -1, &[&[9, 1, 1]]), Ira, "The manual partition assignment includes the broker 1 more than once."),
-        (&mixed, create(-1, -1, &[&[1, 2], &[1]]), Ira, "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s)."),
-        (&mixed, create(-1, -1, &[&[1], &[3]]), Ira, "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled shutdown."),
-        (&mixed, grow(3, &[&[1, 2]]), Ira, "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified."),
-        (&mixed, grow(2, &[&[1]]), Ira, "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s)."),
-        (&mixed, grow(2, &[&[3, 3]]), Ira, "The manual partition assignment includes the broker 3 more than once."),
-        (&all_fenced, grow(3, &[&[1, 2], &[2, 1]]), Ira, "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled shutdown."),
+        (
+            &one,
+            create(1, 0, &[]),
+            Irf,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ),
+        (
+            &one,
+            create(1, 3, &[]),
+            Irf,
+            "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered.",
+        ),
+        (
+            &all_fenced,
+            create(1, 1, &[]),
+            Irf,
+            "Unable to replicate the partition 1 time(s): All brokers are currently fenced.",
+        ),
+        (
+            &one,
+            grow(2, &[]),
+            Irf,
+            "The target replication factor of 2 cannot be reached because only 1 broker(s) are registered.",
+        ),
+        (
+            &mixed,
+            create(1, -1, &[&[1]]),
+            InvalidRequest,
+            "A manual partition assignment was specified, but numPartitions was not set to -1.",
+        ),
+        (
+            &mixed,
+            create(-1, 1, &[&[1]]),
+            InvalidRequest,
+            "A manual partition assignment was specified, but replication factor was not set to -1.",
+        ),
+        (
+            &mixed,
+            create(-1, -1, &[&[]]),
+            Ira,
+            "The manual partition assignment includes an empty replica list.",
+        ),
+        (
+            &mixed,
+            create(-1, -1, &[&[1, 9]]),
+            Ira,
+            "The manual partition assignment includes broker 9, but no such broker is registered.",
+        ),
+        (
+            &mixed,
+            create(-1, -1, &[&[2, 1, 2]]),
+            Ira,
+            "The manual partition assignment includes the broker 2 more than once.",
+        ),
+        (
+            &mixed,
+            create(-1, -1, &[&[9, 1, 1]]),
+            Ira,
+            "The manual partition assignment includes the broker 1 more than once.",
+        ),
+        (
+            &mixed,
+            create(-1, -1, &[&[1, 2], &[1]]),
+            Ira,
+            "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s).",
+        ),
+        (
+            &mixed,
+            create(-1, -1, &[&[1], &[3]]),
+            Ira,
+            "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled shutdown.",
+        ),
+        (
+            &mixed,
+            grow(3, &[&[1, 2]]),
+            Ira,
+            "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.",
+        ),
+        (
+            &mixed,
+            grow(2, &[&[1]]),
+            Ira,
+            "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s).",
+        ),
+        (
+            &mixed,
+            grow(2, &[&[3, 3]]),
+            Ira,
+            "The manual partition assignment includes the broker 3 more than once.",
+        ),
+        (
+            &all_fenced,
+            grow(3, &[&[1, 2], &[2, 1]]),
+            Ira,
+            "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled shutdown.",
+        ),
     ];
     for (img, req, code, msg) in cases {
         let e = handle(img, &req, &ctx(0)).unwrap_err();
-        assert_eq!((e.error_code(), e.to_string().as_str()), (code, msg), "{req:?}");
+        assert_eq!(
+            (e.error_code(), e.to_string().as_str()),
+            (code, msg),
+            "{req:?}"
+        );
     }
 }

@@ -117,7 +117,8 @@ impl Sim {
                     endpoints: vec![],
                     rack: None,
                 };
-                self.log.push(format!("t={} register {b} restart={restart}", self.now));
+                self.log
+                    .push(format!("t={} register {b} restart={restart}", self.now));
                 let before = self.image.clone();
                 let result = handle(&self.image, &req, &self.ctx());
                 if let Err(e) = &result {
@@ -148,8 +149,16 @@ impl Sim {
                 let behind = self.rng.chance(20);
                 let h = Heartbeat {
                     broker_id: b,
-                    broker_epoch: if self.rng.chance(5) { reg.epoch - 1 } else { reg.epoch },
-                    current_metadata_offset: if behind { reg.epoch - 1 } else { self.next_offset },
+                    broker_epoch: if self.rng.chance(5) {
+                        reg.epoch - 1
+                    } else {
+                        reg.epoch
+                    },
+                    current_metadata_offset: if behind {
+                        reg.epoch - 1
+                    } else {
+                        self.next_offset
+                    },
                     want_fence: self.rng.chance(5),
                     want_shut_down: self.rng.chance(5),
                 };
@@ -212,7 +221,11 @@ impl Sim {
 fn check(before: &MetadataImage, after: &MetadataImage, log: &[String]) {
     for b in before.brokers() {
         let now = after.broker(b.id).map(|r| r.epoch);
-        assert!(now >= Some(b.epoch), "broker {} epoch went back: {log:?}", b.id);
+        assert!(
+            now >= Some(b.epoch),
+            "broker {} epoch went back: {log:?}",
+            b.id
+        );
     }
     for t in after.topics.values() {
         for (i, p) in after.partitions(&t.name) {
@@ -220,7 +233,10 @@ fn check(before: &MetadataImage, after: &MetadataImage, log: &[String]) {
                 assert!(cond, "{what}: {}-{i} {p:?}: {log:?}", t.name);
             };
             ok(!p.isr.is_empty(), "empty ISR");
-            ok(p.isr.iter().all(|r| p.replicas.contains(r)), "ISR outside replicas");
+            ok(
+                p.isr.iter().all(|r| p.replicas.contains(r)),
+                "ISR outside replicas",
+            );
             if p.leader != NO_LEADER {
                 ok(p.replicas.contains(&p.leader), "leader not a replica");
                 ok(p.isr.contains(&p.leader), "leader not in ISR");
@@ -229,7 +245,10 @@ fn check(before: &MetadataImage, after: &MetadataImage, log: &[String]) {
             }
             if let Some(old) = before.partition(&t.name, i) {
                 ok(p.leader_epoch >= old.leader_epoch, "leader epoch went back");
-                ok(p.partition_epoch >= old.partition_epoch, "partition epoch went back");
+                ok(
+                    p.partition_epoch >= old.partition_epoch,
+                    "partition epoch went back",
+                );
             }
         }
     }
@@ -286,9 +305,19 @@ fn seeded_simulation_keeps_the_invariants() {
         }
     }
     if many {
-        let Seen { fenced, unfenced, expired, duplicates, leaderless, shutdowns } = total;
+        let Seen {
+            fenced,
+            unfenced,
+            expired,
+            duplicates,
+            leaderless,
+            shutdowns,
+        } = total;
         let all = [fenced, unfenced, expired, duplicates, leaderless, shutdowns];
         eprintln!("simulation covered {total:?}");
-        assert!(all.iter().all(|n| *n > 0), "a path was never taken: {total:?}");
+        assert!(
+            all.iter().all(|n| *n > 0),
+            "a path was never taken: {total:?}"
+        );
     }
 }

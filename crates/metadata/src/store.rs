@@ -116,7 +116,8 @@ impl MetadataStore {
                     },
                 )?;
                 let now = store.clock.now_ms();
-                w.heartbeats.registered(&before, node_id, incarnation_id, now);
+                w.heartbeats
+                    .registered(&before, node_id, incarnation_id, now);
             }
             store.unfence_self(&mut w)?;
         }

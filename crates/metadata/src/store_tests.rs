@@ -12,8 +12,8 @@ use skiff_types::ErrorCode;
 use uuid::Uuid;
 
 use crate::{
-    BrokerHeartbeats, Committed, Ctx, Heartbeat, LocalMetadataLog, MetadataError, MetadataImage, MetadataLog, MetadataStore,
-    Record, Request, Response, handle, replay,
+    BrokerHeartbeats, Committed, Ctx, Heartbeat, LocalMetadataLog, MetadataError, MetadataImage,
+    MetadataLog, MetadataStore, Record, Request, Response, handle, replay,
 };
 
 /// An in-memory [`MetadataLog`] whose batches outlive the store (a "disk" to reopen).

@@ -347,7 +347,9 @@ pub(crate) fn register_broker(
     }
     let existing = image.broker(broker_id);
     if existing.is_some_and(|b| b.incarnation_id != incarnation_id)
-        && ctx.heartbeats.has_valid_session(image, broker_id, ctx.now_ms)
+        && ctx
+            .heartbeats
+            .has_valid_session(image, broker_id, ctx.now_ms)
     {
         return Err(MetadataError::DuplicateBrokerRegistration(
             "Another broker is registered with that broker id.".into(),

@@ -39,8 +39,7 @@ pub(crate) fn leader_and_isr_updates(
     add: Option<i32>,
     select: impl Fn(&PartitionInfo) -> bool,
 ) -> Vec<Record> {
-    let acceptable =
-        |r: i32| Some(r) != remove && (Some(r) == add || is_active(image, r));
+    let acceptable = |r: i32| Some(r) != remove && (Some(r) == add || is_active(image, r));
     let mut out = Vec::new();
     for t in image.topics.values() {
         let topic_id = Uuid::from_bytes(t.id);

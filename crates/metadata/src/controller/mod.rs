@@ -41,8 +41,8 @@ use crate::frame::Record;
 use crate::image::{
     BrokerEndpoint, MetadataImage, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, TopicInfo,
 };
-use placement::{Assignment, place_new_partitions};
 use crate::{MetadataError, validate_topic_name};
+use placement::{Assignment, place_new_partitions};
 
 /// Producer ids are handed out from blocks of this size recorded in the log.
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
@@ -222,10 +222,11 @@ pub fn handle(
                 }
             };
             let id = Uuid::from_bytes(t.id);
-            let records = place_new_partitions(image, ctx, id, t.partitions, additional, &assignment)?
-                .into_iter()
-                .map(Record::Partition)
-                .collect();
+            let records =
+                place_new_partitions(image, ctx, id, t.partitions, additional, &assignment)?
+                    .into_iter()
+                    .map(Record::Partition)
+                    .collect();
             Ok((records, Response::Done))
         }
         Request::AllocateProducerIds { floor } => {
@@ -277,8 +278,7 @@ fn create_topic(
     let assignment = if assignments.is_empty() {
         if replication_factor < 1 {
             return Err(MetadataError::InvalidReplicationFactor(
-                "Replication factor must be larger than 0, or -1 to use the default value."
-                    .into(),
+                "Replication factor must be larger than 0, or -1 to use the default value.".into(),
             ));
         }
         if partitions < 1 {
