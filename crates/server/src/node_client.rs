@@ -39,7 +39,9 @@ pub enum NodeClientError {
     Connect { addr: String, reason: String },
     #[error("the connection to {addr} was lost: {reason}")]
     Disconnected { addr: String, reason: String },
-    #[error("node at {addr} does not support {api:?} at any version this client speaks ({ours:?} vs {theirs:?})")]
+    #[error(
+        "node at {addr} does not support {api:?} at any version this client speaks ({ours:?} vs {theirs:?})"
+    )]
     Unsupported {
         addr: String,
         api: ApiKey,
@@ -154,7 +156,10 @@ impl NodeClient {
     }
 
     /// Sends `body` at the highest version both sides support; its response.
-    pub async fn call(&self, body: impl Into<RequestBody>) -> Result<ResponseBody, NodeClientError> {
+    pub async fn call(
+        &self,
+        body: impl Into<RequestBody>,
+    ) -> Result<ResponseBody, NodeClientError> {
         self.send(None, body.into()).await
     }
 
@@ -287,7 +292,13 @@ async fn submit(
         .find(|(k, _, _)| *k == key as i16)
         .map(|(_, lo, hi)| (*lo, *hi));
     let version = match call.version {
-        Some(v) if theirs.is_some_and(|(lo, hi)| (lo..=hi).contains(&v)) && ours.0 <= v && v <= ours.1 => Some(v),
+        Some(v)
+            if theirs.is_some_and(|(lo, hi)| (lo..=hi).contains(&v))
+                && ours.0 <= v
+                && v <= ours.1 =>
+        {
+            Some(v)
+        }
         Some(_) => None,
         None => negotiate(ours, theirs),
     };
@@ -319,7 +330,10 @@ async fn submit(
 /// none in flight) puts the connection out of step.
 fn answer(addr: &str, c: &mut Conn, frame: Bytes) -> Result<(), NodeClientError> {
     let Some(f) = c.in_flight.pop_front() else {
-        return Err(disconnected(addr, "a response with no request in flight".into()));
+        return Err(disconnected(
+            addr,
+            "a response with no request in flight".into(),
+        ));
     };
     match decode_response(f.key, f.version, frame) {
         Ok((h, body)) if h.correlation_id == f.correlation_id => {
@@ -455,7 +469,9 @@ async fn read_frame(
     max: usize,
 ) -> Result<Bytes, String> {
     let mut size = [0u8; 4];
-    read.read_exact(&mut size).await.map_err(|e| e.to_string())?;
+    read.read_exact(&mut size)
+        .await
+        .map_err(|e| e.to_string())?;
     let size = i32::from_be_bytes(size);
     let len = usize::try_from(size)
         .ok()
