@@ -21,8 +21,8 @@ const FRAME_VERSION: u32 = 1;
 pub enum Record {
     Topic(TopicRecord),
     Partition(PartitionRecord),
-    /// Replayed with Kafka's merge rules (absent fields unchanged); not emitted yet (the ISR
-    /// and leader changes of the replication issue emit it).
+    /// Replayed with Kafka's merge rules (absent fields unchanged); emitted by the
+    /// controller when fencing, unfencing or a controlled shutdown moves leaders and ISRs.
     PartitionChange(PartitionChangeRecord),
     Config(ConfigRecord),
     RemoveTopic(RemoveTopicRecord),

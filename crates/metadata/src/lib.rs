@@ -29,7 +29,8 @@
 //! is applied only after `propose` returned `Ok`; a failed proposal publishes nothing); one
 //! change is one batch, committed whole or not at all; replay never fails on a record that
 //! names something absent (it is skipped) and skips record types it does not know; after
-//! `open` the broker registry holds this node (registered once, durably, when absent); logs
+//! `open` the broker registry holds this node, unfenced (registered once, durably, when
+//! absent, fenced as Kafka registers, then unfenced by its own caught-up heartbeat); logs
 //! written before the state machine (no `RegisterBrokerRecord`, no `PartitionChangeRecord`)
 //! replay to the same topics, configs and producer-id blocks.
 //!
