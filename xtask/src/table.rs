@@ -75,6 +75,7 @@ pub const INTERNAL: &[&str] = &[
     "internal/metadata/FeatureLevelRecord.json",
     "internal/metadata/PartitionChangeRecord.json",
     "internal/metadata/RegisterBrokerRecord.json",
+    "internal/metadata/BrokerRegistrationChangeRecord.json",
     "internal/metadata/NoOpRecord.json",
     "internal/group-coordinator/OffsetCommitKey.json",
     "internal/group-coordinator/OffsetCommitValue.json",

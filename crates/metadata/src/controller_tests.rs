@@ -12,16 +12,23 @@ use uuid::Uuid;
 
 use crate::image::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::{
-    BrokerEndpoint, Ctx, MetadataImage, Record, Request, Response, TopicInfo, handle, replay,
+    BrokerEndpoint, BrokerHeartbeats, Ctx, MetadataImage, Record, Request, Response, TopicInfo,
+    handle, replay,
 };
 
 const ORDERS: Uuid = Uuid::from_u128(0x0a);
 const NEW: Uuid = Uuid::from_u128(0x0b);
 const INC1: Uuid = Uuid::from_u128(0x1001);
 const INC2: Uuid = Uuid::from_u128(0x1002);
-const CTX: Ctx = Ctx {
+/// The controller of cluster "c"; the next record lands at offset 100; every broker session
+/// (the tracker is from time 0) has expired.
+const CTX: Ctx<'static> = Ctx {
     node_id: 1,
     now_ms: 1_700_000_000_000,
+    cluster_id: "c",
+    next_offset: 100,
+    placement_start: 0,
+    heartbeats: &BrokerHeartbeats::new(0, 9000),
 };
 
 fn map(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -116,7 +123,19 @@ fn create(name: &str, id: Uuid, partitions: i32, configs: &[(&str, &str)]) -> Re
         name: name.into(),
         topic_id: id,
         partitions,
+        replication_factor: 1,
+        assignments: vec![],
         configs: map(configs),
+    }
+}
+
+fn register_req(id: i32, inc: Uuid) -> Request {
+    Request::RegisterBroker {
+        cluster_id: "c".into(),
+        broker_id: id,
+        incarnation_id: inc,
+        endpoints: vec![],
+        rack: None,
     }
 }
 
@@ -142,6 +161,7 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
     let grow = |name: &str, total| Request::CreatePartitions {
         name: name.into(),
         total,
+        assignments: vec![],
     };
     vec![
         (
@@ -303,8 +323,9 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
             Err(ErrorCode::UnknownServerError),
         ),
         (
-            "register: a new broker gets max epoch + 1, unfenced, its endpoints",
+            "register: a new broker gets epoch = its record's offset, fenced, its endpoints",
             Request::RegisterBroker {
+                cluster_id: "c".into(),
                 broker_id: 2,
                 incarnation_id: INC2,
                 endpoints: vec![endpoint("PLAINTEXT", 9092)],
@@ -319,19 +340,15 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
                         security_protocol: 0,
                     }],
                     rack: Some("r1".into()),
-                    ..register_record(2, INC2, 8)
+                    fenced: true,
+                    ..register_record(2, INC2, 100)
                 })],
-                Response::Registered { broker_epoch: 8 },
+                Response::Registered { broker_epoch: 100 },
             ),
         ),
         (
             "register: same incarnation amends and keeps the epoch",
-            Request::RegisterBroker {
-                broker_id: 1,
-                incarnation_id: INC1,
-                endpoints: vec![],
-                rack: None,
-            },
+            register_req(1, INC1),
             Ok(
                 vec![register(1, INC1, 7)],
                 Response::Registered { broker_epoch: 7 },
@@ -339,43 +356,49 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
         ),
         (
             "register: same incarnation keeps the fenced flag",
-            Request::RegisterBroker {
-                broker_id: 3,
-                incarnation_id: INC1,
-                endpoints: vec![],
-                rack: None,
-            },
+            register_req(3, INC1),
             Ok(
                 vec![fenced_broker()],
                 Response::Registered { broker_epoch: 5 },
             ),
         ),
         (
-            "register: a new incarnation gets a new epoch",
-            Request::RegisterBroker {
-                broker_id: 1,
-                incarnation_id: INC2,
-                endpoints: vec![],
-                rack: None,
-            },
+            "register: a new incarnation (old session expired) gets a new epoch, fenced; the \
+             old one's leaderships move first (its lone-replica partitions lose their leader)",
+            register_req(1, INC2),
             Ok(
-                vec![register(1, INC2, 8)],
-                Response::Registered { broker_epoch: 8 },
+                vec![
+                    leaderless(ORDERS, 0),
+                    leaderless(ORDERS, 1),
+                    leaderless(ORDERS, 2),
+                    Record::RegisterBroker(RegisterBrokerRecord {
+                        fenced: true,
+                        ..register_record(1, INC2, 100)
+                    }),
+                ],
+                Response::Registered { broker_epoch: 100 },
             ),
         ),
         (
             "register: negative broker id",
+            register_req(-1, INC2),
+            Err(ErrorCode::InvalidRequest),
+        ),
+        (
+            "register: another cluster's id",
             Request::RegisterBroker {
-                broker_id: -1,
+                cluster_id: "other".into(),
+                broker_id: 2,
                 incarnation_id: INC2,
                 endpoints: vec![],
                 rack: None,
             },
-            Err(ErrorCode::InvalidRequest),
+            Err(ErrorCode::InconsistentClusterId),
         ),
         (
             "register: two listeners of one name",
             Request::RegisterBroker {
+                cluster_id: "c".into(),
                 broker_id: 2,
                 incarnation_id: INC2,
                 endpoints: vec![endpoint("A", 1), endpoint("A", 2)],
@@ -384,6 +407,15 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
             Err(ErrorCode::InvalidRequest),
         ),
     ]
+}
+
+fn leaderless(topic_id: Uuid, p: i32) -> Record {
+    Record::PartitionChange(skiff_protocol::PartitionChangeRecord {
+        partition_id: p,
+        topic_id,
+        leader: crate::NO_LEADER,
+        ..skiff_protocol::PartitionChangeRecord::default()
+    })
 }
 
 fn register_record(id: i32, inc: Uuid, epoch: i64) -> RegisterBrokerRecord {
@@ -448,7 +480,7 @@ fn handle_then_replay_agrees_with_the_response() {
                 let layer = next.broker_configs.get(resource_name).cloned();
                 assert_eq!(layer.unwrap_or_default(), *configs, "{name}");
             }
-            (Request::CreatePartitions { name: t, total }, Response::Done) => {
+            (Request::CreatePartitions { name: t, total, .. }, Response::Done) => {
                 assert_eq!(next.topic(t).unwrap().partitions, *total, "{name}");
                 assert_eq!(next.partitions(t).count() as i32, *total, "{name}");
             }
@@ -472,7 +504,12 @@ fn handle_then_replay_agrees_with_the_response() {
             ) => {
                 let b = next.broker(*broker_id).unwrap();
                 assert_eq!((b.epoch, b.incarnation_id), (broker_epoch, *incarnation_id));
-                assert_eq!(b.fenced, *broker_id == 3, "{name}");
+                // An amendment keeps the fenced flag; a new incarnation starts fenced.
+                let was = image.broker(*broker_id);
+                let fenced = was
+                    .filter(|w| w.incarnation_id == *incarnation_id)
+                    .is_none_or(|w| w.fenced);
+                assert_eq!(b.fenced, fenced, "{name}");
                 assert!(next.max_broker_epoch() >= broker_epoch, "{name}");
             }
             (r, resp) => panic!("{name}: response {resp:?} does not fit {r:?}"),

@@ -2,13 +2,14 @@
 //! record type and record version, then the record body.
 //!
 //! Invariant: every record the controller ([`crate::controller`]) emits is a variant here and
-//! encodes at one fixed version; decoding accepts every version the generated code knows, and
+//! encodes at one fixed version (per record shape); decoding accepts every version the generated code knows, and
 //! skips record types Skiff does not use yet (so a newer log still opens).
 
 use bytes::{Buf, Bytes, BytesMut};
 use skiff_protocol::{
-    Codec, ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
-    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, WireWrite,
+    BrokerRegistrationChangeRecord, Codec, ConfigRecord, MetadataRecord, PartitionChangeRecord,
+    PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
+    WireWrite,
 };
 
 use crate::MetadataError;
@@ -20,13 +21,16 @@ const FRAME_VERSION: u32 = 1;
 pub enum Record {
     Topic(TopicRecord),
     Partition(PartitionRecord),
-    /// Replayed with Kafka's merge rules (absent fields unchanged); not emitted yet (the ISR
-    /// and leader changes of the replication issue emit it).
+    /// Replayed with Kafka's merge rules (absent fields unchanged); emitted by the
+    /// controller when fencing, unfencing or a controlled shutdown moves leaders and ISRs.
     PartitionChange(PartitionChangeRecord),
     Config(ConfigRecord),
     RemoveTopic(RemoveTopicRecord),
     ProducerIds(ProducerIdsRecord),
     RegisterBroker(RegisterBrokerRecord),
+    /// Fencing, unfencing, controlled shutdown of a registered broker (v0; v1 when it
+    /// carries `in_controlled_shutdown`).
+    BrokerRegistrationChange(BrokerRegistrationChangeRecord),
 }
 
 fn frame<R: MetadataRecord>(r: &R, version: i16) -> Result<Bytes, MetadataError> {
@@ -47,6 +51,9 @@ impl Record {
             Record::Partition(r) => frame(r, 0),
             Record::PartitionChange(r) => frame(r, 0),
             Record::RegisterBroker(r) => frame(r, 3),
+            Record::BrokerRegistrationChange(r) => {
+                frame(r, if r.in_controlled_shutdown != 0 { 1 } else { 0 })
+            }
             Record::Config(r) => frame(r, 0),
             Record::RemoveTopic(r) => frame(r, 0),
             Record::ProducerIds(r) => frame(r, 0),
@@ -76,6 +83,9 @@ impl Record {
             ),
             RegisterBrokerRecord::RECORD_TYPE => Record::RegisterBroker(
                 RegisterBrokerRecord::decode(&mut buf, version).map_err(err)?,
+            ),
+            BrokerRegistrationChangeRecord::RECORD_TYPE => Record::BrokerRegistrationChange(
+                BrokerRegistrationChangeRecord::decode(&mut buf, version).map_err(err)?,
             ),
             ConfigRecord::RECORD_TYPE => {
                 Record::Config(ConfigRecord::decode(&mut buf, version).map_err(err)?)

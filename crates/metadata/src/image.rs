@@ -16,13 +16,16 @@
 //!   epoch by one.
 //! - `RemoveTopicRecord` drops the topic, its partitions and its config overrides.
 //! - The broker registry holds the latest `RegisterBrokerRecord` per broker id; the highest
-//!   broker epoch ever registered only grows.
+//!   broker epoch ever registered only grows. A `BrokerRegistrationChangeRecord` changes the
+//!   fenced flag (`fenced` 1 = fenced, -1 = unfenced, 0 = unchanged) and sets
+//!   `in_controlled_shutdown` (1) of the registration with its broker id and epoch; one naming
+//!   another epoch or an unknown broker is skipped (Kafka: fatal).
 
 use std::collections::{BTreeMap, HashMap};
 
 use skiff_protocol::{
-    ConfigRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
-    RemoveTopicRecord, TopicRecord,
+    BrokerRegistrationChangeRecord, ConfigRecord, PartitionChangeRecord, PartitionRecord,
+    ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
 };
 use uuid::Uuid;
 
@@ -168,6 +171,7 @@ impl MetadataImage {
             Record::RemoveTopic(t) => self.apply_remove_topic(t),
             Record::ProducerIds(p) => self.apply_producer_ids(p),
             Record::RegisterBroker(b) => self.apply_register_broker(b),
+            Record::BrokerRegistrationChange(c) => self.apply_registration_change(c),
         }
     }
 
@@ -288,6 +292,29 @@ impl MetadataImage {
 
     fn apply_producer_ids(&mut self, r: &ProducerIdsRecord) {
         self.next_producer_id_block = self.next_producer_id_block.max(r.next_producer_id);
+    }
+
+    fn apply_registration_change(&mut self, r: &BrokerRegistrationChangeRecord) {
+        let Some(b) = self
+            .brokers
+            .get_mut(&r.broker_id)
+            .filter(|b| b.epoch == r.broker_epoch)
+        else {
+            tracing::warn!(
+                broker = r.broker_id,
+                epoch = r.broker_epoch,
+                "registration change of an unknown broker or epoch skipped"
+            );
+            return;
+        };
+        match r.fenced {
+            1 => b.fenced = true,
+            -1 => b.fenced = false,
+            _ => {}
+        }
+        if r.in_controlled_shutdown == 1 {
+            b.in_controlled_shutdown = true;
+        }
     }
 
     fn apply_register_broker(&mut self, r: &RegisterBrokerRecord) {

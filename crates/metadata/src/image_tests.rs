@@ -3,8 +3,9 @@
 
 use bytes::Bytes;
 use skiff_protocol::{
-    BrokerEndpoint as WireEndpoint, ConfigRecord, PartitionChangeRecord, PartitionRecord,
-    ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
+    BrokerEndpoint as WireEndpoint, BrokerRegistrationChangeRecord, ConfigRecord,
+    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+    RemoveTopicRecord, TopicRecord,
 };
 use uuid::Uuid;
 
@@ -317,6 +318,9 @@ fn every_record_kind_survives_its_framing() {
             rack: Some("r".into()),
             ..broker(7, 0x70, 9, true)
         }),
+        reg_change(7, 9, -1, 0),
+        reg_change(7, 9, 1, 0),
+        reg_change(7, 9, 0, 1),
     ];
     for r in records {
         let bytes = r.encode().unwrap();
@@ -341,4 +345,75 @@ fn topic_record_frame_is_byte_stable() {
         Record::decode(Bytes::from_static(&[2, 2, 0])).is_err(),
         "frame version 2"
     );
+}
+
+fn reg_change(id: i32, epoch: i64, fenced: i8, cs: i8) -> Record {
+    Record::BrokerRegistrationChange(BrokerRegistrationChangeRecord {
+        broker_id: id,
+        broker_epoch: epoch,
+        fenced,
+        in_controlled_shutdown: cs,
+        ..BrokerRegistrationChangeRecord::default()
+    })
+}
+
+/// Kafka 4.0 writes the fence/unfence change at v0 and the controlled-shutdown one at v1
+/// (the field exists from v1): type 17, then the version.
+#[test]
+fn registration_change_frame_versions() {
+    let v = |r: Record| {
+        let b = r.encode().unwrap();
+        (b[1], b[2])
+    };
+    assert_eq!(v(reg_change(1, 2, 1, 0)), (17, 0));
+    assert_eq!(v(reg_change(1, 2, -1, 0)), (17, 0));
+    assert_eq!(v(reg_change(1, 2, 0, 1)), (17, 1));
+}
+
+/// (name, change records after broker 1 registered fenced at epoch 5, want (fenced, in CS)).
+#[test]
+fn registration_change_table() {
+    let cases: &[(&str, Vec<Record>, (bool, bool))] = &[
+        ("unfence", vec![reg_change(1, 5, -1, 0)], (false, false)),
+        (
+            "unfence, fence",
+            vec![reg_change(1, 5, -1, 0), reg_change(1, 5, 1, 0)],
+            (true, false),
+        ),
+        ("0 = no change", vec![reg_change(1, 5, 0, 0)], (true, false)),
+        (
+            "controlled shutdown, kept by a later fence (as Kafka's cloneWith)",
+            vec![
+                reg_change(1, 5, -1, 0),
+                reg_change(1, 5, 0, 1),
+                reg_change(1, 5, 1, 0),
+            ],
+            (true, true),
+        ),
+        (
+            "another epoch is skipped",
+            vec![reg_change(1, 4, -1, 0)],
+            (true, false),
+        ),
+        (
+            "an unknown broker is skipped",
+            vec![reg_change(2, 5, -1, 0)],
+            (true, false),
+        ),
+    ];
+    for (name, records, want) in cases {
+        let mut all = vec![Record::RegisterBroker(broker(1, 0x11, 5, true))];
+        all.extend(records.iter().cloned());
+        let img = replay(&MetadataImage::default(), &all);
+        let b = img.broker(1).unwrap();
+        assert_eq!((b.fenced, b.in_controlled_shutdown), *want, "{name}");
+        assert!(img.broker(2).is_none(), "{name}");
+        // A new registration replaces the flags whole.
+        let again = replay(&img, &[Record::RegisterBroker(broker(1, 0x12, 9, false))]);
+        let b = again.broker(1).unwrap();
+        assert_eq!(
+            (b.fenced, b.in_controlled_shutdown, b.epoch),
+            (false, false, 9)
+        );
+    }
 }

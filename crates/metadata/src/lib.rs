@@ -5,13 +5,15 @@
 //! Mental model, three rooms:
 //! - **Records** ([`Record`], `frame.rs`): `TopicRecord`, `PartitionRecord`,
 //!   `PartitionChangeRecord`, `ConfigRecord`, `RemoveTopicRecord`, `ProducerIdsRecord`,
-//!   `RegisterBrokerRecord`, framed as in KRaft (unsigned-varint frame version 1, record type,
+//!   `RegisterBrokerRecord`, `BrokerRegistrationChangeRecord`, framed as in KRaft (unsigned-varint frame version 1, record type,
 //!   record version, then the record).
 //! - **The pure state machine**: [`handle`] (`controller.rs`) turns `(image, request, ctx)`
 //!   into the records of one atomic change and the response, validating against the image;
 //!   [`replay`] (`image.rs`) turns `(image, committed records)` into the next
-//!   [`MetadataImage`]. No I/O, no clock, no randomness: `now_ms` and the node id come in
-//!   [`Ctx`], fresh ids in the request.
+//!   [`MetadataImage`]. No I/O, no clock, no randomness: `now_ms`, the node id, the cluster
+//!   id, the next log offset and the placement start offset come in [`Ctx`], fresh ids in the
+//!   request. Broker liveness is soft state beside the image ([`BrokerHeartbeats`], Kafka's
+//!   `BrokerHeartbeatManager`): last contact per broker, rebuilt empty on failover.
 //! - **The log** ([`MetadataLog`], `meta_log.rs`): propose records (return once committed),
 //!   replay committed records on open. Today [`LocalMetadataLog`]: the partition log
 //!   `__cluster_metadata-0`, one v2 batch per change, committed = appended + fsynced. The Raft
@@ -32,7 +34,8 @@
 //! is applied only after `propose` returned `Ok`; a failed proposal publishes nothing); one
 //! change is one batch, committed whole or not at all; replay never fails on a record that
 //! names something absent (it is skipped) and skips record types it does not know; after
-//! `open` the broker registry holds this node (registered once, durably, when absent); logs
+//! `open` the broker registry holds this node, unfenced (registered once, durably, when
+//! absent, fenced as Kafka registers, then unfenced by its own caught-up heartbeat); logs
 //! written before the state machine (no `RegisterBrokerRecord`, no `PartitionChangeRecord`)
 //! replay to the same topics, configs and producer-id blocks.
 //!
@@ -50,7 +53,10 @@ mod log_dir;
 mod meta_log;
 mod store;
 
-pub use controller::{Ctx, Request, Response, handle};
+pub use controller::{
+    BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, HeartbeatReply, Request,
+    Response, handle,
+};
 pub use frame::Record;
 pub use image::{
     BrokerEndpoint, BrokerRegistration, MetadataImage, NO_LEADER, NO_LEADER_CHANGE, PartitionInfo,
@@ -79,6 +85,19 @@ pub enum MetadataError {
     InvalidTopic(String),
     #[error("{0}")]
     InvalidRequest(String),
+    #[error("{0}")]
+    InvalidReplicationFactor(String),
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    /// A registration from a broker of another cluster.
+    #[error("{0}")]
+    InconsistentClusterId(String),
+    /// A new incarnation while the broker id's previous one still has a live session.
+    #[error("{0}")]
+    DuplicateBrokerRegistration(String),
+    /// A heartbeat (or other broker request) from an unregistered broker or an old epoch.
+    #[error("{0}")]
+    StaleBrokerEpoch(String),
     /// A request the controller cannot serve for a reason of its own (an exhausted id space).
     #[error("{0}")]
     Internal(String),
@@ -101,6 +120,11 @@ impl MetadataError {
             MetadataError::InvalidPartitions(_) => ErrorCode::InvalidPartitions,
             MetadataError::InvalidTopic(_) => ErrorCode::InvalidTopicException,
             MetadataError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            MetadataError::InvalidReplicationFactor(_) => ErrorCode::InvalidReplicationFactor,
+            MetadataError::InvalidReplicaAssignment(_) => ErrorCode::InvalidReplicaAssignment,
+            MetadataError::InconsistentClusterId(_) => ErrorCode::InconsistentClusterId,
+            MetadataError::DuplicateBrokerRegistration(_) => ErrorCode::DuplicateBrokerRegistration,
+            MetadataError::StaleBrokerEpoch(_) => ErrorCode::StaleBrokerEpoch,
             MetadataError::Internal(_) => ErrorCode::UnknownServerError,
             MetadataError::NotController => ErrorCode::NotController,
             MetadataError::Storage(_) | MetadataError::LogDir(_) => ErrorCode::KafkaStorageError,
@@ -135,7 +159,13 @@ pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
 #[cfg(test)]
 mod controller_tests;
 #[cfg(test)]
+mod heartbeat_tests;
+#[cfg(test)]
 mod image_tests;
+#[cfg(test)]
+mod placement_tests;
+#[cfg(test)]
+mod sim_tests;
 #[cfg(test)]
 mod store_tests;
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //!
 //! Mental model: every write is `lock -> image snapshot -> controller::handle -> propose ->
 //! replay into a new image -> publish`. The shell adds only what is not metadata state: the
-//! writer lock, the broker's injected [`Clock`] (its `now_ms` passed into the pure part), fresh random ids, and the
+//! writer lock, the broker's injected [`Clock`] (its `now_ms` passed into the pure part), fresh
+//! random ids and the placement start, the broker sessions (soft state), and the
 //! producer-id block this process is handing ids out of (in memory, like Kafka's
 //! `ProducerIdManager`: a restart starts a new block).
 //!
@@ -20,7 +21,9 @@ use skiff_types::Clock;
 use uuid::Uuid;
 
 use crate::MetadataError;
-use crate::controller::{self, Ctx, Request, Response};
+use crate::controller::{
+    self, BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, Request, Response,
+};
 use crate::image::{MetadataImage, TopicInfo, replay};
 use crate::meta_log::{LocalMetadataLog, MetadataLog};
 
@@ -32,6 +35,8 @@ struct Writer {
     producer_ids: Range<i64>,
     /// No id below this is handed out (see [`MetadataStore::reserve_producer_ids_above`]).
     producer_id_floor: i64,
+    /// Broker sessions (soft state, empty at open: this process just became controller).
+    heartbeats: BrokerHeartbeats,
 }
 
 /// Durable cluster metadata for this node.
@@ -88,25 +93,60 @@ impl MetadataStore {
                 log,
                 producer_ids: 0..0,
                 producer_id_floor: 0,
+                heartbeats: BrokerHeartbeats::new(clock.now_ms(), DEFAULT_SESSION_TIMEOUT_MS),
             }),
             image: RwLock::new(Arc::new(image)),
             cluster_id,
             node_id,
             clock,
         };
-        if node_id >= 0 && store.image().broker(node_id).is_none() {
+        if node_id >= 0 {
             let mut w = store.writer.lock();
-            store.submit(
-                &mut w,
-                &Request::RegisterBroker {
-                    broker_id: node_id,
-                    incarnation_id: Uuid::new_v4(),
-                    endpoints: Vec::new(),
-                    rack: None,
-                },
-            )?;
+            if store.image().broker(node_id).is_none() {
+                let incarnation_id = Uuid::new_v4();
+                let before = store.image();
+                store.submit(
+                    &mut w,
+                    &Request::RegisterBroker {
+                        cluster_id: store.cluster_id.clone(),
+                        broker_id: node_id,
+                        incarnation_id,
+                        endpoints: Vec::new(),
+                        rack: None,
+                    },
+                )?;
+                let now = store.clock.now_ms();
+                w.heartbeats
+                    .registered(&before, node_id, incarnation_id, now);
+            }
+            store.unfence_self(&mut w)?;
         }
         Ok(store)
+    }
+
+    /// This node is the controller, so its own broker is caught up by definition: a
+    /// registered, fenced self (just registered, as Kafka registers fenced) is unfenced at
+    /// once with one heartbeat at the log's end.
+    fn unfence_self(&self, w: &mut Writer) -> Result<(), MetadataError> {
+        let image = self.image();
+        let Some(me) = image.broker(self.node_id).filter(|b| b.fenced) else {
+            return Ok(());
+        };
+        let end = w.log.quorum_state().log_end_offset;
+        let hb = Heartbeat {
+            broker_id: me.id,
+            broker_epoch: me.epoch,
+            current_metadata_offset: end,
+            want_fence: false,
+            want_shut_down: false,
+        };
+        let now = self.clock.now_ms();
+        let (records, _) = w.heartbeats.heartbeat(&image, &hb, now, end)?;
+        if !records.is_empty() {
+            w.log.propose(&records, now)?;
+            *self.image.write() = Arc::new(replay(&image, &records));
+        }
+        Ok(())
     }
 
     /// A snapshot of the current image.
@@ -130,6 +170,11 @@ impl MetadataStore {
         let ctx = Ctx {
             node_id: self.node_id,
             now_ms: self.clock.now_ms(),
+            cluster_id: &self.cluster_id,
+            next_offset: w.log.quorum_state().log_end_offset,
+            // A random start spreads leaders (Kafka's placer draws it too).
+            placement_start: (Uuid::new_v4().as_u128() % 1_000_003) as usize,
+            heartbeats: &w.heartbeats,
         };
         let (records, response) = controller::handle(&image, request, &ctx)?;
         if !records.is_empty() {
@@ -151,6 +196,9 @@ impl MetadataStore {
             name: name.to_string(),
             topic_id: Uuid::new_v4(),
             partitions,
+            // Skiff's brokers do not replicate yet: one replica per partition.
+            replication_factor: 1,
+            assignments: Vec::new(),
             configs,
         };
         match self.submit(&mut w, &request)? {
@@ -220,6 +268,7 @@ impl MetadataStore {
         let request = Request::CreatePartitions {
             name: name.to_string(),
             total,
+            assignments: Vec::new(),
         };
         self.submit(&mut w, &request).map(drop)
     }

@@ -12,8 +12,8 @@ use skiff_types::ErrorCode;
 use uuid::Uuid;
 
 use crate::{
-    Committed, Ctx, LocalMetadataLog, MetadataError, MetadataImage, MetadataLog, MetadataStore,
-    Record, Request, Response, handle, replay,
+    BrokerHeartbeats, Committed, Ctx, Heartbeat, LocalMetadataLog, MetadataError, MetadataImage,
+    MetadataLog, MetadataStore, Record, Request, Response, handle, replay,
 };
 
 /// An in-memory [`MetadataLog`] whose batches outlive the store (a "disk" to reopen).
@@ -95,11 +95,18 @@ fn open_registers_this_node_once_and_durably() {
     let log = MemoryLog::default();
     let s = open_mem(&log, 3);
     let b = s.image().broker(3).cloned().expect("registered at open");
-    assert_eq!((b.epoch, b.fenced), (1, false));
-    assert_eq!(log.0.lock().batches.len(), 1, "one batch");
+    // Epoch = the registration record's offset (0); registered fenced, then unfenced by its
+    // own heartbeat (the controller's broker is caught up).
+    assert_eq!((b.epoch, b.fenced), (0, false));
+    assert_eq!(log.0.lock().batches.len(), 2, "register, unfence");
     assert!(matches!(
         log.0.lock().batches[0].as_slice(),
-        [Record::RegisterBroker(r)] if r.broker_id == 3
+        [Record::RegisterBroker(r)] if r.broker_id == 3 && r.fenced && r.broker_epoch == 0
+    ));
+    assert!(matches!(
+        log.0.lock().batches[1].as_slice(),
+        [Record::BrokerRegistrationChange(c)]
+            if (c.broker_id, c.broker_epoch, c.fenced) == (3, 0, -1)
     ));
     drop(s);
     let s = open_mem(&log, 3);
@@ -108,10 +115,14 @@ fn open_registers_this_node_once_and_durably() {
         Some(&b),
         "replayed, not registered again"
     );
-    assert_eq!(log.0.lock().batches.len(), 1);
-    // Another node id on the same log registers itself beside the first, with a new epoch.
+    assert_eq!(log.0.lock().batches.len(), 2);
+    // Another node id on the same log registers itself beside the first, with a new epoch
+    // (the log's end offset, 2).
     let s = open_mem(&log, 4);
-    assert_eq!(s.image().broker(4).map(|b| b.epoch), Some(2));
+    assert_eq!(
+        s.image().broker(4).map(|b| (b.epoch, b.fenced)),
+        Some((2, false))
+    );
     assert!(s.image().broker(3).is_some());
 
     // On disk: the registration survives a reopen (same incarnation, so not re-registered).
@@ -243,8 +254,13 @@ fn a_log_written_before_the_state_machine_replays_the_same() {
             assert_eq!((reg.leader_epoch, reg.partition_epoch), (0, 0));
         }
         assert_eq!(img.partitions("orders").count(), 3);
-        // Registered at the first open; the second replays that registration.
-        assert_eq!(img.broker(1).map(|b| b.epoch), Some(1), "round {round}");
+        // Registered at the first open (epoch = the offset after the 13 legacy records);
+        // the second replays that registration.
+        assert_eq!(
+            img.broker(1).map(|b| (b.epoch, b.fenced)),
+            Some((13, false)),
+            "round {round}"
+        );
         let pid = s.allocate_producer_id().unwrap();
         assert_eq!(pid, 2000 + round * crate::PRODUCER_ID_BLOCK_SIZE);
         s.close().unwrap();
@@ -254,27 +270,22 @@ fn a_log_written_before_the_state_machine_replays_the_same() {
 #[test]
 fn handle_then_replay_equals_the_shell_after_reopen() {
     let (_t, p) = formatted_dir();
-    let ctx = Ctx {
-        node_id: 1,
-        now_ms: 1_000,
-    };
+    let heartbeats = BrokerHeartbeats::new(1_000, 9_000);
     let requests = [
-        Request::RegisterBroker {
-            broker_id: 1,
-            incarnation_id: Uuid::from_u128(9),
-            endpoints: vec![],
-            rack: None,
-        },
         Request::CreateTopic {
             name: "orders".into(),
             topic_id: Uuid::from_u128(1),
             partitions: 3,
+            replication_factor: 1,
+            assignments: vec![],
             configs: map(&[("retention.ms", "1000")]),
         },
         Request::CreateTopic {
             name: "gone".into(),
             topic_id: Uuid::from_u128(2),
             partitions: 1,
+            replication_factor: 1,
+            assignments: vec![],
             configs: BTreeMap::new(),
         },
         Request::DeleteTopic {
@@ -283,6 +294,7 @@ fn handle_then_replay_equals_the_shell_after_reopen() {
         Request::CreatePartitions {
             name: "orders".into(),
             total: 5,
+            assignments: vec![],
         },
         Request::SetTopicConfigs {
             name: "orders".into(),
@@ -298,10 +310,48 @@ fn handle_then_replay_equals_the_shell_after_reopen() {
     let mut last_block = 0..0;
     {
         let mut log = LocalMetadataLog::open(&p, 0).unwrap();
+        let mut offset = 0;
+        let ctx = |next_offset| Ctx {
+            node_id: 1,
+            now_ms: 1_000,
+            cluster_id: CLUSTER,
+            next_offset,
+            placement_start: 0,
+            heartbeats: &heartbeats,
+        };
+        // Register (fenced), then one heartbeat at the log end unfences broker 1.
+        let register = Request::RegisterBroker {
+            cluster_id: CLUSTER.into(),
+            broker_id: 1,
+            incarnation_id: Uuid::from_u128(9),
+            endpoints: vec![],
+            rack: None,
+        };
+        let (records, _) = handle(&image, &register, &ctx(offset)).unwrap();
+        log.propose(&records, 1_000).unwrap();
+        image = replay(&image, &records);
+        offset += records.len() as i64;
+        let hb = Heartbeat {
+            broker_id: 1,
+            broker_epoch: 0,
+            current_metadata_offset: offset,
+            want_fence: false,
+            want_shut_down: false,
+        };
+        let (records, reply) = heartbeats
+            .clone()
+            .heartbeat(&image, &hb, 1_000, offset)
+            .unwrap();
+        assert!(!reply.is_fenced);
+        log.propose(&records, 1_000).unwrap();
+        image = replay(&image, &records);
+        offset += records.len() as i64;
         for r in &requests {
+            let ctx = ctx(offset);
             let (records, response) = handle(&image, r, &ctx).unwrap();
             log.propose(&records, ctx.now_ms).unwrap();
             image = replay(&image, &records);
+            offset += records.len() as i64;
             if let Response::ProducerIds(b) = response {
                 last_block = b;
             }

@@ -2796,6 +2796,25 @@ impl Random for BrokerFeature {
     }
 }
 
+impl Random for BrokerRegistrationChangeRecord {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.broker_id = rng.i32();
+        this.broker_epoch = rng.i64();
+        if rng.bool() {
+            this.fenced = rng.i8();
+        }
+        if version >= 1 && rng.bool() {
+            this.in_controlled_shutdown = rng.i8();
+        }
+        if version == 2 && rng.bool() {
+            this.log_dirs = rng.long_vec(|rng| rng.uuid());
+        }
+
+        this
+    }
+}
+
 impl Random for NoOpRecord {
     fn random(_rng: &mut TestRng, _version: i16) -> Self {
         let this = Self::default();

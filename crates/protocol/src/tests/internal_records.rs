@@ -50,6 +50,7 @@ round_trips! {
     feature_level_record: FeatureLevelRecord;
     partition_change_record: PartitionChangeRecord;
     register_broker_record: RegisterBrokerRecord;
+    broker_registration_change_record: BrokerRegistrationChangeRecord;
     no_op_record: NoOpRecord;
     offset_commit_key: OffsetCommitKey;
     offset_commit_value: OffsetCommitValue;

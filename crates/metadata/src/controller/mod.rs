@@ -3,8 +3,14 @@
 //! Mental model: Kafka's `QuorumController` managers in one function. A request is validated
 //! against the committed image and turned into the records that perform it and the response
 //! the caller gets once those records are committed. Nothing here does I/O, reads a clock or
-//! draws random numbers: the caller passes `now_ms` and node id in [`Ctx`] and any fresh id
-//! (topic id, incarnation id) in the request, so the same inputs give the same records.
+//! draws random numbers: the caller passes `now_ms`, node id, cluster id, the next metadata
+//! log offset and the placement start offset in [`Ctx`] and any fresh id (topic id,
+//! incarnation id) in the request, so the same inputs give the same records.
+//!
+//! Submodules: `brokers` (registration, [`BrokerHeartbeats`]: heartbeats, fencing, session
+//! expiry), `leadership` (Kafka's `generateLeaderAndIsrUpdates`: leaders and ISRs when a
+//! broker is fenced, unfenced or shuts down), `placement` (replica placement and manual
+//! assignments).
 //!
 //! Invariants:
 //! - An error produces no records; a success produces the records of one atomic change, to
@@ -12,16 +18,23 @@
 //! - The response equals what [`crate::replay`] of the records onto the image exposes
 //!   (tested: "handle then replay").
 //! - A request that changes nothing (configs already as asked) produces no records.
-//! - Placement is single-node today: every new partition has replicas = ISR = leader =
-//!   `ctx.node_id`, leader epoch 0, partition epoch 0.
+//! - New partitions are placed over the registered brokers (`placement`): leader = the first
+//!   replica that is active (registered, unfenced, not in controlled shutdown), ISR = the
+//!   active replicas, leader epoch 0, partition epoch 0. With one registered, unfenced broker
+//!   every partition is on it (Skiff's single-node deployment).
+//! - A fenced broker leads no partition: the records fencing it move its leaderships in the
+//!   same batch.
+
+mod brokers;
+mod leadership;
+mod placement;
+
+pub use brokers::{BrokerHeartbeats, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, HeartbeatReply};
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use skiff_protocol::{
-    ConfigRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord,
-    TopicRecord,
-};
+use skiff_protocol::{ConfigRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord};
 use uuid::Uuid;
 
 use crate::frame::Record;
@@ -29,27 +42,42 @@ use crate::image::{
     BrokerEndpoint, MetadataImage, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, TopicInfo,
 };
 use crate::{MetadataError, validate_topic_name};
+use placement::{Assignment, place_new_partitions};
 
 /// Producer ids are handed out from blocks of this size recorded in the log.
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 
-/// Who handles the request, and when.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ctx {
+/// Who handles the request, and when: every input that is not the image or the request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ctx<'a> {
     /// The node acting as controller (today: the only node).
     pub node_id: i32,
     pub now_ms: i64,
+    /// The controller's cluster id (a registration must carry the same).
+    pub cluster_id: &'a str,
+    /// The offset the first record of this change will get in the metadata log (a new
+    /// incarnation's broker epoch, as Kafka's `offsetControl.nextWriteOffset()`).
+    pub next_offset: i64,
+    /// Where automatic placement starts in the sorted broker lists (Kafka's placer draws it
+    /// at random; here the caller does).
+    pub placement_start: usize,
+    /// Broker sessions (soft state): who may not be replaced by a new incarnation.
+    pub heartbeats: &'a BrokerHeartbeats,
 }
 
 /// A metadata write.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
-    /// A new topic with `partitions` partitions, id `topic_id` (fresh, chosen by the caller)
-    /// and config overrides.
+    /// A new topic with `partitions` partitions of `replication_factor` replicas, id
+    /// `topic_id` (fresh, chosen by the caller) and config overrides. Non-empty
+    /// `assignments` (replicas of partition 0, 1, ...) place it by hand; `partitions` and
+    /// `replication_factor` must then be -1, as in Kafka's CreateTopics.
     CreateTopic {
         name: String,
         topic_id: Uuid,
         partitions: i32,
+        replication_factor: i16,
+        assignments: Vec<Vec<i32>>,
         configs: BTreeMap<String, String>,
     },
     DeleteTopic {
@@ -70,19 +98,21 @@ pub enum Request {
         name: String,
         configs: BTreeMap<String, String>,
     },
-    /// Grows a topic to `total` partitions.
+    /// Grows a topic to `total` partitions, placed automatically (empty `assignments`) or
+    /// by hand (one replica list per new partition).
     CreatePartitions {
         name: String,
         total: i32,
+        assignments: Vec<Vec<i32>>,
     },
     /// The next block of producer ids, starting at `floor` or above.
     AllocateProducerIds {
         floor: i64,
     },
-    /// A broker (re-)registers. A new incarnation id gets a new broker epoch; the same one
-    /// amends the registration and keeps epoch and fenced flag (Kafka's
-    /// `ClusterControlManager.registerBroker`).
+    /// A broker (re-)registers (Kafka's `ClusterControlManager.registerBroker`): see
+    /// `brokers.rs` for the rules. `cluster_id` is the broker's.
     RegisterBroker {
+        cluster_id: String,
         broker_id: i32,
         incarnation_id: Uuid,
         endpoints: Vec<BrokerEndpoint>,
@@ -107,15 +137,24 @@ pub enum Response {
 pub fn handle(
     image: &MetadataImage,
     request: &Request,
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
 ) -> Result<(Vec<Record>, Response), MetadataError> {
     match request {
         Request::CreateTopic {
             name,
             topic_id,
             partitions,
+            replication_factor,
+            assignments,
             configs,
-        } => create_topic(image, ctx, name, *topic_id, *partitions, configs),
+        } => create_topic(
+            image,
+            ctx,
+            name,
+            *topic_id,
+            (*partitions, *replication_factor, assignments),
+            configs,
+        ),
         Request::DeleteTopic { name } => {
             let t = known_topic(image, name)?;
             let records = vec![Record::RemoveTopic(RemoveTopicRecord {
@@ -143,7 +182,11 @@ pub fn handle(
             let records = config_diff(RESOURCE_TOPIC, name, &t.configs, configs);
             Ok((records, Response::Done))
         }
-        Request::CreatePartitions { name, total } => {
+        Request::CreatePartitions {
+            name,
+            total,
+            assignments,
+        } => {
             let t = known_topic(image, name)?;
             if *total <= t.partitions {
                 return Err(MetadataError::InvalidPartitions(format!(
@@ -151,10 +194,39 @@ pub fn handle(
                     t.partitions
                 )));
             }
+            let additional = total - t.partitions;
+            let assignment = if assignments.is_empty() {
+                // Kafka: the replication factor of the topic's first partition.
+                let rf = image
+                    .partitions(name)
+                    .next()
+                    .map_or(1, |(_, p)| p.replicas.len());
+                let rf = i16::try_from(rf).map_err(|_| {
+                    MetadataError::Internal(format!("Invalid replication factor {rf}"))
+                })?;
+                Assignment::Auto {
+                    replication_factor: rf,
+                    wrap_errors: false,
+                }
+            } else {
+                if assignments.len() != additional as usize {
+                    return Err(MetadataError::InvalidReplicaAssignment(format!(
+                        "Attempted to add {additional} additional partition(s), but only {} assignment(s) were specified.",
+                        assignments.len()
+                    )));
+                }
+                let rf = image.partitions(name).next().map(|(_, p)| p.replicas.len());
+                Assignment::Manual {
+                    replicas: assignments,
+                    replication_factor: rf,
+                }
+            };
             let id = Uuid::from_bytes(t.id);
-            let records = (t.partitions..*total)
-                .map(|p| Record::Partition(partition_record(id, p, ctx.node_id)))
-                .collect();
+            let records =
+                place_new_partitions(image, ctx, id, t.partitions, additional, &assignment)?
+                    .into_iter()
+                    .map(Record::Partition)
+                    .collect();
             Ok((records, Response::Done))
         }
         Request::AllocateProducerIds { floor } => {
@@ -171,11 +243,20 @@ pub fn handle(
             Ok((records, Response::ProducerIds(start..end)))
         }
         Request::RegisterBroker {
+            cluster_id,
             broker_id,
             incarnation_id,
             endpoints,
             rack,
-        } => register_broker(image, *broker_id, *incarnation_id, endpoints, rack),
+        } => brokers::register_broker(
+            image,
+            ctx,
+            cluster_id,
+            *broker_id,
+            *incarnation_id,
+            endpoints,
+            rack,
+        ),
     }
 }
 
@@ -187,18 +268,46 @@ fn known_topic<'a>(image: &'a MetadataImage, name: &str) -> Result<&'a TopicInfo
 
 fn create_topic(
     image: &MetadataImage,
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     name: &str,
     topic_id: Uuid,
-    partitions: i32,
+    (partitions, replication_factor, assignments): (i32, i16, &[Vec<i32>]),
     configs: &BTreeMap<String, String>,
 ) -> Result<(Vec<Record>, Response), MetadataError> {
     validate_topic_name(name)?;
-    if partitions < 1 {
-        return Err(MetadataError::InvalidPartitions(
-            "Number of partitions was set to an invalid non-positive value.".into(),
-        ));
-    }
+    let assignment = if assignments.is_empty() {
+        if replication_factor < 1 {
+            return Err(MetadataError::InvalidReplicationFactor(
+                "Replication factor must be larger than 0, or -1 to use the default value.".into(),
+            ));
+        }
+        if partitions < 1 {
+            return Err(MetadataError::InvalidPartitions(
+                "Number of partitions was set to an invalid non-positive value.".into(),
+            ));
+        }
+        Assignment::Auto {
+            replication_factor,
+            wrap_errors: true,
+        }
+    } else {
+        if replication_factor != -1 {
+            return Err(MetadataError::InvalidRequest(
+                "A manual partition assignment was specified, but replication factor was not set to -1."
+                    .into(),
+            ));
+        }
+        if partitions != -1 {
+            return Err(MetadataError::InvalidRequest(
+                "A manual partition assignment was specified, but numPartitions was not set to -1."
+                    .into(),
+            ));
+        }
+        Assignment::Manual {
+            replicas: assignments,
+            replication_factor: None,
+        }
+    };
     if image.topic(name).is_some() {
         return Err(MetadataError::TopicAlreadyExists(name.to_string()));
     }
@@ -207,80 +316,26 @@ fn create_topic(
             "topic id {topic_id} is nil or in use"
         )));
     }
+    let count = match &assignment {
+        Assignment::Manual { replicas, .. } => i32::try_from(replicas.len())
+            .map_err(|_| MetadataError::InvalidPartitions("too many partitions".into()))?,
+        Assignment::Auto { .. } => partitions,
+    };
+    let placed = place_new_partitions(image, ctx, topic_id, 0, count, &assignment)?;
     let mut records = Vec::new();
     records.push(Record::Topic(TopicRecord {
         name: name.to_string(),
         topic_id,
     }));
-    for p in 0..partitions {
-        records.push(Record::Partition(partition_record(
-            topic_id,
-            p,
-            ctx.node_id,
-        )));
-    }
+    records.extend(placed.into_iter().map(Record::Partition));
     records.extend(config_diff(RESOURCE_TOPIC, name, &BTreeMap::new(), configs));
     let info = TopicInfo {
         name: name.to_string(),
         id: *topic_id.as_bytes(),
-        partitions,
+        partitions: count,
         configs: configs.clone(),
     };
     Ok((records, Response::Topic(info)))
-}
-
-fn register_broker(
-    image: &MetadataImage,
-    broker_id: i32,
-    incarnation_id: Uuid,
-    endpoints: &[BrokerEndpoint],
-    rack: &Option<String>,
-) -> Result<(Vec<Record>, Response), MetadataError> {
-    if broker_id < 0 {
-        return Err(MetadataError::InvalidRequest(format!(
-            "invalid broker id {broker_id}"
-        )));
-    }
-    let mut names: Vec<&str> = endpoints.iter().map(|e| e.name.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|w| w[0] == w[1]) {
-        return Err(MetadataError::InvalidRequest(
-            "duplicate listener name in the registration".into(),
-        ));
-    }
-    // Kafka refuses a new incarnation while the old one's session is alive
-    // (DUPLICATE_BROKER_REGISTRATION); Skiff has no broker heartbeats yet, so a new
-    // incarnation always replaces the old one.
-    let (broker_epoch, fenced, in_controlled_shutdown) = match image.broker(broker_id) {
-        Some(b) if b.incarnation_id == incarnation_id => {
-            (b.epoch, b.fenced, b.in_controlled_shutdown)
-        }
-        // Skiff has no unfence record yet (no broker heartbeats): a new registration is
-        // unfenced at once. The quorum issue registers fenced and unfences on heartbeat.
-        _ => (image.max_broker_epoch().saturating_add(1), false, false),
-    };
-    let record = RegisterBrokerRecord {
-        broker_id,
-        incarnation_id,
-        broker_epoch,
-        end_points: endpoints
-            .iter()
-            .map(|e| skiff_protocol::BrokerEndpoint {
-                name: e.name.clone(),
-                host: e.host.clone(),
-                port: e.port,
-                security_protocol: e.security_protocol,
-            })
-            .collect(),
-        rack: rack.clone(),
-        fenced,
-        in_controlled_shutdown,
-        ..RegisterBrokerRecord::default()
-    };
-    Ok((
-        vec![Record::RegisterBroker(record)],
-        Response::Registered { broker_epoch },
-    ))
 }
 
 /// Config records turning `current` into `next` for one resource: deletions, then changes.
@@ -309,17 +364,4 @@ fn config_diff(
             })
         })
         .collect()
-}
-
-fn partition_record(topic_id: Uuid, partition: i32, node_id: i32) -> PartitionRecord {
-    PartitionRecord {
-        partition_id: partition,
-        topic_id,
-        replicas: vec![node_id],
-        isr: vec![node_id],
-        leader: node_id,
-        leader_epoch: 0,
-        partition_epoch: 0,
-        ..PartitionRecord::default()
-    }
 }
