@@ -22,7 +22,9 @@
 use std::collections::VecDeque;
 
 use crate::MetadataError;
-use crate::controller::{Ctx, Request, Response, handle};
+use crate::controller::{
+    BrokerHeartbeats, Ctx, Heartbeat, HeartbeatReply, Request, Response, handle,
+};
 use crate::frame::Record;
 use crate::image::{MetadataImage, replay};
 
@@ -56,6 +58,9 @@ struct Waiter {
 pub struct ActiveController {
     node_id: i32,
     epoch: i32,
+    cluster_id: String,
+    /// Broker sessions: soft state, empty again after every failover (as Kafka's).
+    heartbeats: BrokerHeartbeats,
     committed: MetadataImage,
     committed_end: i64,
     pending: MetadataImage,
@@ -64,12 +69,22 @@ pub struct ActiveController {
 }
 
 impl ActiveController {
-    /// Becomes active at `epoch` on the committed image (the replay of every record below
-    /// `committed_end`, which the new leader has applied before it starts).
-    pub fn new(node_id: i32, epoch: i32, committed: MetadataImage, committed_end: i64) -> Self {
+    /// Becomes active at `epoch` (at `now_ms`) on the committed image: the replay of every
+    /// record below `committed_end`, which the new leader has applied before it starts.
+    pub fn new(
+        node_id: i32,
+        epoch: i32,
+        cluster_id: &str,
+        committed: MetadataImage,
+        committed_end: i64,
+        now_ms: i64,
+        session_timeout_ms: i64,
+    ) -> Self {
         ActiveController {
             node_id,
             epoch,
+            cluster_id: cluster_id.to_string(),
+            heartbeats: BrokerHeartbeats::new(now_ms, session_timeout_ms),
             pending: committed.clone(),
             committed,
             committed_end,
@@ -104,16 +119,62 @@ impl ActiveController {
         self.waiting.len()
     }
 
-    /// Validates `request` against the pending image (see the module docs).
-    pub fn submit(&mut self, token: Token, request: &Request, now_ms: i64) -> Submitted {
+    /// Validates `request` against the pending image (see the module docs);
+    /// `placement_start` is where automatic replica placement starts (random in the shell).
+    pub fn submit(
+        &mut self,
+        token: Token,
+        request: &Request,
+        now_ms: i64,
+        placement_start: usize,
+    ) -> Submitted {
         let ctx = Ctx {
             node_id: self.node_id,
             now_ms,
+            cluster_id: &self.cluster_id,
+            next_offset: self.pending_end,
+            placement_start,
+            heartbeats: &self.heartbeats,
         };
         let (records, response) = match handle(&self.pending, request, &ctx) {
             Ok(r) => r,
             Err(e) => return Submitted::Answer(Err(e)),
         };
+        if let Request::RegisterBroker {
+            broker_id,
+            incarnation_id,
+            ..
+        } = request
+        {
+            self.heartbeats
+                .registered(&self.pending, *broker_id, *incarnation_id, now_ms);
+        }
+        self.stage(token, records, response)
+    }
+
+    /// A broker heartbeat: its reply (sent once the returned step completes: at once, or when
+    /// its fence/unfence records commit).
+    pub fn heartbeat(
+        &mut self,
+        token: Token,
+        hb: &Heartbeat,
+        now_ms: i64,
+    ) -> Result<(Submitted, HeartbeatReply), MetadataError> {
+        let (records, reply) =
+            self.heartbeats
+                .heartbeat(&self.pending, hb, now_ms, self.pending_end)?;
+        Ok((self.stage(token, records, Response::Done), reply))
+    }
+
+    /// Fences the broker whose session expired longest ago, if any (Kafka fences one per
+    /// periodic check): the broker id and the proposal.
+    pub fn fence_expired(&mut self, token: Token, now_ms: i64) -> Option<(i32, Submitted)> {
+        let (id, records) = self.heartbeats.fence_expired(&self.pending, now_ms)?;
+        Some((id, self.stage(token, records, Response::Done)))
+    }
+
+    /// Stages one change's records (or a no-op) behind what is already proposed.
+    fn stage(&mut self, token: Token, records: Vec<Record>, response: Response) -> Submitted {
         if records.is_empty() {
             if self.pending_end == self.committed_end {
                 return Submitted::Answer(Ok(response));

@@ -23,12 +23,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng};
 use skiff_metadata::active::{ActiveController, Submitted, Token};
-use skiff_metadata::{MetadataError, MetadataImage, Record, Request, replay};
+use skiff_metadata::{
+    Heartbeat, MetadataError, MetadataImage, NO_LEADER, Record, Request, Response, replay,
+};
 use uuid::Uuid;
 
 const SIM_SEEDS: u64 = 200;
 const STEPS: usize = 300;
 const NODES: usize = 3;
+const CLUSTER: &str = "MkU3OEVBNTcwNTJENDM2Qg";
+/// Simulated time per step, and the brokers' session timeout (Kafka's default 9 s).
+const STEP_MS: i64 = 500;
+const SESSION_MS: i64 = 9000;
 
 /// One committed (or proposed) batch.
 #[derive(Clone, Debug)]
@@ -113,6 +119,8 @@ impl Sim {
                 name,
                 topic_id: Uuid::from_u128(self.rng.random::<u128>() | 1 << 100),
                 partitions: self.rng.random_range(1..4),
+                replication_factor: self.rng.random_range(1..=3),
+                assignments: Vec::new(),
                 configs: BTreeMap::new(),
             },
             2 => Request::DeleteTopic { name },
@@ -127,6 +135,7 @@ impl Sim {
             _ => Request::CreatePartitions {
                 name,
                 total: self.rng.random_range(1..6),
+                assignments: Vec::new(),
             },
         }
     }
@@ -167,11 +176,58 @@ impl Sim {
                 let req = self.request();
                 let token = self.next_token;
                 self.next_token += 1;
+                let start = self.rng.random_range(0..NODES);
+                let now = step as i64 * STEP_MS;
+                let kind = self.rng.random_range(0..10);
+                let id = self.rng.random_range(1..=NODES as i32);
+                let incarnation = Uuid::from_u128(
+                    u128::from(self.rng.random_range(1..3u8)) + ((id as u128) << 64),
+                );
+                let (stale, caught_up) = (self.rng.random_bool(0.1), self.rng.random_bool(0.8));
+                let (want_fence, want_shut_down) =
+                    (self.rng.random_bool(0.05), self.rng.random_bool(0.05));
+                let broker_applied = self.nodes[usize::try_from(id).unwrap() - 1].applied_end;
                 let a = self.nodes[l]
                     .active
                     .as_mut()
                     .ok_or("leader without controller")?;
-                match a.submit(token, &req, step as i64) {
+                let submitted = match kind {
+                    // Broker lifecycle: (re-)registration, heartbeats, session expiry.
+                    0 | 1 => a.submit(
+                        token,
+                        &Request::RegisterBroker {
+                            cluster_id: CLUSTER.into(),
+                            broker_id: id,
+                            incarnation_id: incarnation,
+                            endpoints: Vec::new(),
+                            rack: None,
+                        },
+                        now,
+                        start,
+                    ),
+                    2..=4 => match a.pending().broker(id).map(|b| b.epoch) {
+                        None => Submitted::Answer(Ok(Response::Done)),
+                        Some(epoch) => {
+                            let hb = Heartbeat {
+                                broker_id: id,
+                                broker_epoch: if stale { epoch - 1 } else { epoch },
+                                current_metadata_offset: broker_applied - 1 + i64::from(caught_up),
+                                want_fence,
+                                want_shut_down,
+                            };
+                            match a.heartbeat(token, &hb, now) {
+                                Ok((s, _reply)) => s,
+                                Err(e) => Submitted::Answer(Err(e)),
+                            }
+                        }
+                    },
+                    5 => match a.fence_expired(token, now) {
+                        Some((_, s)) => s,
+                        None => Submitted::Answer(Ok(Response::Done)),
+                    },
+                    _ => a.submit(token, &req, now, start),
+                };
+                match submitted {
                     Submitted::Answer(Ok(_)) => {
                         self.out.ok.insert(token);
                     }
@@ -212,8 +268,8 @@ impl Sim {
                 let i = self.rng.random_range(0..NODES);
                 self.deliver(i)?;
             }
-            (80..=87, _) | (_, None) => self.elect(step)?,
-            (88..=95, _) => {
+            (80..=83, _) | (_, None) => self.elect(step)?,
+            (84..=89, _) => {
                 let i = self.rng.random_range(0..NODES);
                 if self.leader == Some(i) {
                     self.lose_leadership(step);
@@ -273,10 +329,13 @@ impl Sim {
         let n = &mut self.nodes[l];
         n.epoch = self.epoch;
         n.active = Some(ActiveController::new(
-            i32::try_from(l).unwrap(),
+            i32::try_from(l).unwrap() + 1,
             self.epoch,
+            CLUSTER,
             n.image.clone(),
             n.applied_end,
+            step as i64 * STEP_MS,
+            SESSION_MS,
         ));
         self.leader = Some(l);
         self.trace
@@ -307,6 +366,27 @@ impl Sim {
         for b in &self.log {
             reference = replay(&reference, &b.records);
             images.push(reference.clone());
+        }
+        // Leadership in the committed image: a leader is one of the replicas and of the ISR,
+        // and unfenced; a fenced broker leads nothing.
+        for name in reference.topics.keys() {
+            for (p, info) in reference.partitions(name) {
+                if info.leader == NO_LEADER {
+                    continue;
+                }
+                if !info.replicas.contains(&info.leader) || !info.isr.contains(&info.leader) {
+                    return Err(format!(
+                        "{name}-{p}: leader {} outside replicas/ISR {info:?}",
+                        info.leader
+                    ));
+                }
+                if reference.broker(info.leader).is_none_or(|b| b.fenced) {
+                    return Err(format!(
+                        "{name}-{p}: led by fenced or unknown broker {}",
+                        info.leader
+                    ));
+                }
+            }
         }
         for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.alive) {
             if n.image != images[n.applied] {
@@ -349,7 +429,19 @@ impl Sim {
     }
 }
 
-fn run(seed: u64) -> Result<(), String> {
+/// What one seed exercised (summed over the seeds and required non-zero, so a sim that stops
+/// reaching a path fails instead of passing vacuously).
+#[derive(Default, Debug)]
+struct Coverage {
+    committed_batches: usize,
+    answered_ok_after_commit: usize,
+    not_controller: usize,
+    led_partitions: usize,
+    fenced_brokers: usize,
+    elections: usize,
+}
+
+fn run(seed: u64) -> Result<Coverage, String> {
     let mut sim = Sim::new(seed);
     for step in 0..STEPS {
         sim.step(step).map_err(|e| {
@@ -383,7 +475,21 @@ fn run(seed: u64) -> Result<(), String> {
     {
         return Err(format!("{} requests never answered", a.waiting()));
     }
-    Ok(())
+    let image = &sim.nodes[0].image;
+    let committed: BTreeSet<Token> = sim.log.iter().map(|b| b.token).collect();
+    Ok(Coverage {
+        committed_batches: sim.log.len(),
+        answered_ok_after_commit: sim.out.ok.intersection(&committed).count(),
+        not_controller: sim.out.not_controller.len(),
+        led_partitions: image
+            .topics
+            .keys()
+            .flat_map(|t| image.partitions(t).map(|(_, p)| p.leader))
+            .filter(|l| *l != NO_LEADER)
+            .count(),
+        fenced_brokers: image.brokers().filter(|b| b.fenced).count(),
+        elections: sim.leaders.len(),
+    })
 }
 
 #[test]
@@ -392,12 +498,33 @@ fn three_controllers_over_a_simulated_quorum() {
         Ok(s) => vec![s.parse().expect("SKIFF_SIM_SEED is a number")],
         Err(_) => (0..SIM_SEEDS).collect(),
     };
-    let mut answered = 0usize;
+    let single = seeds.len() == 1;
+    let mut total = Coverage::default();
     for seed in seeds {
-        if let Err(e) = run(seed) {
-            panic!("seed {seed} failed (replay: SKIFF_SIM_SEED={seed}): {e}");
+        match run(seed) {
+            Err(e) => panic!("seed {seed} failed (replay: SKIFF_SIM_SEED={seed}): {e}"),
+            Ok(c) => {
+                total.committed_batches += c.committed_batches;
+                total.answered_ok_after_commit += c.answered_ok_after_commit;
+                total.not_controller += c.not_controller;
+                total.led_partitions += c.led_partitions;
+                total.fenced_brokers += c.fenced_brokers;
+                total.elections += c.elections;
+            }
         }
-        answered += 1;
     }
-    assert!(answered > 0);
+    eprintln!("coverage over the seeds: {total:?}");
+    if !single {
+        let c = &total;
+        for (what, n) in [
+            ("committed batches", c.committed_batches),
+            ("OK answers after commit", c.answered_ok_after_commit),
+            ("NOT_CONTROLLER answers", c.not_controller),
+            ("led partitions at the end", c.led_partitions),
+            ("fenced brokers at the end", c.fenced_brokers),
+            ("elections", c.elections),
+        ] {
+            assert!(n > 0, "the simulation never reached: {what} ({c:?})");
+        }
+    }
 }
