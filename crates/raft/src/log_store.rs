@@ -23,10 +23,9 @@
 //! Invariants:
 //! - no hole: an entry is appended only at `start_index + slots.len()`, except that the first
 //!   entry of an empty log may start anywhere (then `raft-log-start` is rewritten first);
-//! - an entry is acknowledged only once durable. `SyncState::sync_to` is not enough after a
-//!   truncation (its `synced` mark never moves back, so a re-append below it would skip the
-//!   fsync): until the log end passes the mark seen at the last truncation, the active segment
-//!   file is fsynced directly;
+//! - an entry is acknowledged only once durable (`SyncState::sync_to` of the log end; a
+//!   truncation lowers storage's synced mark, so a re-append below the old mark is fsynced
+//!   again);
 //! - a torn tail is truncated by `Log::open` (unclean-start recovery) and never becomes a slot;
 //!   a batch that does not decode, or a gap between batches, is an error, never skipped.
 //!
@@ -78,8 +77,6 @@ struct Inner {
     slots: Vec<Slot>,
     vote: Option<Vote>,
     committed: Option<LogId>,
-    /// `SyncState::synced` at the last truncation that cut below it (see the module docs).
-    stale_sync_until: i64,
     clock: Clock,
 }
 
@@ -258,11 +255,6 @@ impl Inner {
     fn active_file(&self) -> Option<Arc<File>> {
         self.log.segments().last().map(|s| Arc::clone(s.file()))
     }
-
-    /// Notes a truncation: `sync_to` cannot be trusted below the old synced mark.
-    fn after_truncation(&mut self) {
-        self.stale_sync_until = self.stale_sync_until.max(self.log.sync().synced());
-    }
 }
 
 /// How an append is made durable (computed under the lock, run off it).
@@ -336,7 +328,6 @@ impl KafkaLogStore {
             slots: Vec::new(),
             vote,
             committed,
-            stale_sync_until: 0,
             clock,
         };
         inner.scan()?;
@@ -491,11 +482,7 @@ impl RaftLogStorage<SkiffRaft> for KafkaLogStore {
                 });
             }
             let end = g.log.log_end_offset();
-            if end <= g.stale_sync_until {
-                Durability::File(g.active_file())
-            } else {
-                Durability::SyncTo(Arc::clone(g.log.sync()), end)
-            }
+            Durability::SyncTo(Arc::clone(g.log.sync()), end)
         };
         match blocking(move || durability.run()).await {
             Ok(()) => {
@@ -521,7 +508,6 @@ impl RaftLogStorage<SkiffRaft> for KafkaLogStore {
                 return Ok(());
             }
             let offset = g.slots[keep].offset;
-            g.after_truncation();
             g.log.truncate_to(offset).map_err(storage_err)?;
             g.slots.truncate(keep);
             if g.log.log_end_offset() != offset {
@@ -589,7 +575,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_re_append_below_the_old_synced_mark_is_fsynced_directly() {
+    async fn a_re_append_below_the_old_synced_mark_is_fsynced_again() {
         let tmp = tempfile::tempdir().unwrap();
         let mut s = KafkaLogStore::open(&tmp.path().join("m-0"), Clock::manual(0)).unwrap();
         let entries: Vec<Entry> = (0..5).map(|i| blank(1, i)).collect();
@@ -597,19 +583,17 @@ mod tests {
         let synced = s.inner.lock().log.sync().synced();
         assert_eq!(synced, 5, "sync_to covered the appends");
         s.truncate_after(Some(log_id(1, 1))).await.unwrap();
-        // storage's synced mark does not move back with the log end: sync_to(3) would be a
-        // no-op, so the store must know to fsync the file itself.
-        assert_eq!(s.inner.lock().log.sync().synced(), 5);
-        assert_eq!(s.inner.lock().stale_sync_until, 5);
+        // The truncation lowered storage's synced mark to the cut.
+        assert_eq!(s.inner.lock().log.sync().synced(), 2);
         let again = Entry::new_normal(log_id(2, 2), Op(vec![bytes::Bytes::from_static(b"x")]));
         s.append(vec![again.clone()], IOFlushed::noop())
             .await
             .unwrap();
-        let (end, stale) = {
+        let (end, synced) = {
             let g = s.inner.lock();
-            (g.log.log_end_offset(), g.stale_sync_until)
+            (g.log.log_end_offset(), g.log.sync().synced())
         };
-        assert!(end <= stale, "direct fsync path taken");
+        assert_eq!(synced, end, "the re-append was fsynced");
         assert_eq!(s.try_get_log_entries(2..).await.unwrap(), vec![again]);
     }
 }

@@ -516,6 +516,8 @@ impl Log {
         self.prune_quarantine(); // issue 12
         let file = Arc::clone(self.active().file());
         self.sync.publish(&file, end);
+        // Re-appended records below the old synced end must be fsynced again.
+        self.sync.truncated(end);
         Ok(())
     }
 

@@ -211,3 +211,26 @@ fn append_validated_detects_duplicates_and_inconsistent_pieces() {
     assert_eq!(log.size_bytes(), size_before);
     assert_eq!(log.log_end_offset(), 5);
 }
+
+/// Truncation lowers the synced mark: records appended again below the old mark are fsynced
+/// again (a follower truncating on divergence, the metadata log on a Raft conflict).
+#[test]
+fn truncation_lowers_the_synced_mark_so_reappends_are_fsynced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), true);
+    for i in 0..4 {
+        let mut b = batch(5, 1000 + i * 10);
+        log.append_as_leader(&mut b, 0, 0).unwrap();
+    }
+    let sync = log.sync();
+    assert_eq!(sync.sync_to(20).unwrap(), 1);
+    assert_eq!(sync.synced(), 20);
+    log.truncate_to(10).unwrap();
+    assert_eq!(log.sync().synced(), 10);
+    let mut b = batch(5, 2000);
+    log.append_as_leader(&mut b, 1, 0).unwrap();
+    assert_eq!(log.log_end_offset(), 15);
+    // Without the lowered mark this returned 0: "already synced" up to 20.
+    assert_eq!(log.sync().sync_to(15).unwrap(), 1);
+    assert_eq!(log.sync().synced(), 15);
+}

@@ -47,6 +47,14 @@ impl SyncState {
         self.synced.fetch_max(end, Ordering::AcqRel);
     }
 
+    /// The log was truncated to `end`: nothing at or above it is durable any more (a record
+    /// appended there again must be fsynced again). Taken under the fsync lock, so an fsync
+    /// that read the old end cannot mark it synced afterwards.
+    pub fn truncated(&self, end: i64) {
+        let _one_at_a_time = self.fsync_lock.lock();
+        self.synced.fetch_min(end, Ordering::AcqRel);
+    }
+
     /// The offset below which every record is known durable.
     pub fn synced(&self) -> i64 {
         self.synced.load(Ordering::Acquire)
