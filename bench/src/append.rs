@@ -118,11 +118,7 @@ pub fn raw_write_concurrent(
                 })
             })
             .collect();
-        for h in handles {
-            h.join()
-                .map_err(|_| anyhow!("a raw writer thread panicked"))??;
-        }
-        Ok(())
+        join_all(handles, "a raw writer")
     })?;
     let timed = start.elapsed();
     drop(file);
@@ -316,11 +312,7 @@ pub fn run_concurrent(
                 })
             })
             .collect();
-        for h in handles {
-            h.join()
-                .map_err(|_| anyhow!("an append writer thread panicked"))??;
-        }
-        Ok(())
+        join_all(handles, "an append writer")
     })?;
     let timed = start.elapsed();
     let log = log.into_inner();
@@ -337,4 +329,12 @@ pub fn run_concurrent(
         records,
         ts0,
     })
+}
+
+/// Joins scoped worker threads, the first error (or panic, named `what`) first.
+fn join_all(handles: Vec<std::thread::ScopedJoinHandle<'_, Result<()>>>, what: &str) -> Result<()> {
+    for h in handles {
+        h.join().map_err(|_| anyhow!("{what} thread panicked"))??;
+    }
+    Ok(())
 }

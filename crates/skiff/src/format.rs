@@ -12,7 +12,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use skiff_config::{BrokerConfig, ConfigSources};
 use skiff_metadata::format::{Step, format_storage};
 
 use crate::{EXIT_CONFIG, EXIT_FAILURE};
@@ -57,15 +56,9 @@ pub fn run(args: FormatArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_CONFIG);
     }
-    let mut sources = ConfigSources::from_process_env();
-    sources.file = args.config;
-    sources.overrides = args.overrides;
-    let config = match BrokerConfig::load(sources) {
+    let config = match crate::load_config(args.config, args.overrides) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("skiff: configuration error: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(code) => return code,
     };
     let dirs = config.log_dirs();
     if dirs.is_empty() {

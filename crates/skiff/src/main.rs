@@ -97,17 +97,26 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
+/// The configuration from `--config`, the `KAFKA_*` environment and `--override`s; an error
+/// is printed (`skiff: configuration error: ...`) and is exit code 2.
+pub(crate) fn load_config(
+    file: Option<PathBuf>,
+    overrides: Vec<String>,
+) -> Result<BrokerConfig, ExitCode> {
+    let mut sources = ConfigSources::from_process_env();
+    sources.file = file;
+    sources.overrides = overrides;
+    BrokerConfig::load(sources).map_err(|e| {
+        eprintln!("skiff: configuration error: {e}");
+        ExitCode::from(EXIT_CONFIG)
+    })
+}
+
 fn serve(args: ServeArgs) -> ExitCode {
     init_tracing(args.log_format);
-    let mut sources = ConfigSources::from_process_env();
-    sources.file = args.config;
-    sources.overrides = args.overrides;
-    let config = match BrokerConfig::load(sources) {
+    let config = match load_config(args.config, args.overrides) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("skiff: configuration error: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(code) => return code,
     };
     // The one clock of this broker (issue 13 item 3): everything below reads time through it.
     let clock = skiff_types::Clock::system();

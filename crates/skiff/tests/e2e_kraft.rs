@@ -20,13 +20,7 @@ use skiff_testkit::{Broker, BrokerBuilder, Conn};
 
 const ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use skiff_testkit::process::free_port;
 
 /// `skiff format ARGS...` with a deadline-free short run (it does no network I/O).
 fn format(args: &[&str]) -> Output {

@@ -70,6 +70,15 @@ pub fn skiff_binary() -> PathBuf {
     bin
 }
 
+/// A loopback port that was free a moment ago (for a listener a test must name up front,
+/// e.g. a KRaft voter's controller port).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+}
+
 /// The port in `bind=HOST:PORT` of a ready line.
 pub fn port_of(line: &str) -> u16 {
     line.split_whitespace()

@@ -35,12 +35,7 @@ pub fn kafka_tool_input(class: &str, args: &[&str], stdin: &[u8]) -> Output {
     run(&mut cmd, stdin, SCRIPT_DEADLINE, class, INSTALL)
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
-}
+use skiff_testkit::process::free_port;
 
 /// A running Apache Kafka KRaft single node.
 #[derive(Debug)]

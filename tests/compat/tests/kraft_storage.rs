@@ -18,7 +18,6 @@
 //! `Uuid.fromString` reads one (issue 16), so the rows here use valid ids.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -30,13 +29,7 @@ const STORAGE_TOOL: &str = "kafka.tools.StorageTool";
 const ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 const OTHER_ID: &str = "AAAAAAAAAAAAAAAAAAAAAQ";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use skiff_testkit::process::free_port;
 
 fn skiff_format(args: &[&str]) -> Output {
     let mut cmd = Command::new(skiff_testkit::process::skiff_binary());
