@@ -60,6 +60,9 @@ pub const APIS: &[ApiEntry] = &[
     api("DescribeQuorum", 0, 2),
     // Kafka 4.1 renamed it ListConfigResources; v1 (resource types) is Skiff's patch.
     api("ListClientMetricsResources", 0, 1),
+    // Issue 16: KRaft's broker lifecycle RPCs, served on controller listeners only.
+    api("BrokerRegistration", 0, 4),
+    api("BrokerHeartbeat", 0, 1),
 ];
 
 /// Header definitions (all versions).

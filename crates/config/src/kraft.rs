@@ -6,10 +6,10 @@
 //! Mental model: a configuration without `process.roles` is Skiff's single node, exactly as
 //! before (it formats its own log dir). With `process.roles` it is a KRaft node: [`check`]
 //! applies Kafka's rules for the role set, then [`check_supported`] refuses what Skiff cannot
-//! run yet instead of running it unsafely: today a quorum is one combined node whose only
-//! voter is itself (one voter commits alone, so the local metadata log *is* that quorum). A
-//! node configured as one of several voters, or as a broker of a remote quorum, would
-//! otherwise start alone and split the cluster it was configured to join.
+//! run yet instead of running it unsafely: every node is combined (`broker,controller`) and a
+//! voter of the static quorum `controller.quorum.voters` (one voter: the local metadata log
+//! *is* that quorum; several: the Raft quorum of issue 16). A broker-only or controller-only
+//! node, or a dynamic quorum, would otherwise start without the quorum it was configured for.
 //!
 //! Invariants: pure (no I/O); [`Kraft`] exists only for a configuration that passed [`check`];
 //! listener names are upper-cased as Kafka normalises them.
@@ -284,8 +284,8 @@ pub fn check(input: &Input<'_>) -> Result<Option<Kraft>, ConfigError> {
 /// Refuses a valid KRaft configuration Skiff cannot run safely yet (see the module docs):
 /// only a combined node that is the quorum's single voter starts.
 pub fn check_supported(kraft: &Kraft) -> Result<(), ConfigError> {
-    const NOT_YET: &str = "a metadata quorum of several nodes is not implemented by Skiff yet, and starting this node alone would split the cluster it is configured to join";
-    const FIX: &str = "run one combined node instead: process.roles=broker,controller with controller.quorum.voters=<node.id>@<host>:<controller port>";
+    const NOT_YET: &str = "a node that is not both broker and controller is not implemented by Skiff yet, and starting it would leave the cluster without the role it was configured for";
+    const FIX: &str = "run combined nodes instead: process.roles=broker,controller on every node, each one a voter of controller.quorum.voters";
     if kraft.voters.is_empty() {
         return Err(err(format!(
             "controller.quorum.bootstrap.servers without controller.quorum.voters asks for a dynamic quorum (KIP-853), which is not implemented by Skiff yet; {FIX}"
@@ -294,14 +294,6 @@ pub fn check_supported(kraft: &Kraft) -> Result<(), ConfigError> {
     if !(kraft.broker && kraft.controller) {
         let role = if kraft.broker { "broker" } else { "controller" };
         return Err(err(format!("process.roles={role}: {NOT_YET}; {FIX}")));
-    }
-    if kraft.voters.len() > 1 {
-        let all: Vec<String> = kraft.voters.iter().map(Voter::to_string).collect();
-        return Err(err(format!(
-            "controller.quorum.voters={} names {} voters: {NOT_YET}; {FIX}",
-            all.join(","),
-            kraft.voters.len()
-        )));
     }
     Ok(())
 }

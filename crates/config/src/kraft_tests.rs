@@ -126,6 +126,17 @@ fn combined_single_voter_is_accepted() {
     check_supported(&k).unwrap();
 }
 
+/// Issue 16: combined nodes of a static quorum of several voters run.
+#[test]
+fn combined_voter_of_three_is_accepted() {
+    let ls = listeners("PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093");
+    let mut input = combined(&ls);
+    input.voters = Some("1@localhost:9093,2@localhost:9095,3@localhost:9097");
+    let k = check(&input).unwrap().unwrap();
+    assert_eq!(k.voters.len(), 3);
+    check_supported(&k).unwrap();
+}
+
 /// Kafka's `validateValues` rules, one row each: (change to the combined node, message).
 #[test]
 fn kafka_rules_with_kafkas_messages() {
@@ -223,12 +234,6 @@ fn quorums_skiff_cannot_run_yet_are_refused() {
     let only_controller = listeners("CONTROLLER://127.0.0.1:9093");
     type Edit = fn(&mut Input<'_>);
     let rows: Vec<(&str, &[Listener], Edit, &str)> = vec![
-        (
-            "three voters",
-            &both,
-            |i| i.voters = Some("1@a:9093,2@b:9093,3@c:9093"),
-            "controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093 names 3 voters",
-        ),
         (
             "broker of a remote quorum",
             &plain,

@@ -68,7 +68,7 @@ pub use log_dir::{
     format_log_dir, partition_data_in,
 };
 pub use meta_log::{Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState};
-pub use store::{MetadataStore, PRODUCER_ID_BLOCK_SIZE};
+pub use store::{ImageSink, MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;
 

@@ -57,6 +57,21 @@ pub trait MetadataLog: Send + std::fmt::Debug {
     /// The quorum's view for DescribeQuorum: leader epoch, high watermark (committed end) and
     /// this node's log end offset.
     fn quorum_state(&self) -> QuorumState;
+
+    /// Before a controller decision: waits (bounded) until this node leads the quorum with
+    /// every record committed before its leadership applied to the image; the leader epoch.
+    /// [`MetadataError::NotController`] when another node leads (or none does in time).
+    /// A local log always leads, at epoch 0.
+    fn ready_to_lead(&mut self) -> Result<i32, MetadataError> {
+        Ok(0)
+    }
+
+    /// Whether committed records reach the image through an [`crate::ImageSink`] (a quorum:
+    /// records committed by any leader are applied there, in log order) instead of the
+    /// store replaying what it proposed.
+    fn applies_through_sink(&self) -> bool {
+        false
+    }
 }
 
 /// What DescribeQuorum reports of the metadata log on this node.

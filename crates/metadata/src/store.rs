@@ -7,9 +7,17 @@
 //! producer-id block this process is handing ids out of (in memory, like Kafka's
 //! `ProducerIdManager`: a restart starts a new block).
 //!
+//! Two modes. Local (one node, [`MetadataStore::open`]): the store replays what it committed
+//! into the image itself. Quorum ([`MetadataStore::open_quorum`], issue 16): the image is fed
+//! by an [`ImageSink`] that the Raft state machine calls with every committed entry, on every
+//! node, whoever proposed it; a write first waits until this node leads with everything
+//! before its leadership applied ([`MetadataLog::ready_to_lead`]), else NOT_CONTROLLER, and
+//! its proposal returns once its own entry is applied. Broker sessions are reset whenever
+//! this node starts leading a new epoch (soft state, as Kafka's after a failover).
+//!
 //! Invariants: the published image is always the replay of the committed records (a failed
 //! proposal publishes nothing); writers serialise on one mutex, readers never wait on a
-//! proposal; after `open` the image's broker registry holds this node.
+//! proposal; after a local `open` the image's broker registry holds this node.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -37,13 +45,57 @@ struct Writer {
     producer_id_floor: i64,
     /// Broker sessions (soft state, empty at open: this process just became controller).
     heartbeats: BrokerHeartbeats,
+    /// The leader epoch the sessions belong to (quorum mode: reset on a new epoch).
+    led_epoch: Option<i32>,
+    session_timeout_ms: i64,
+}
+
+/// Where committed records enter the image in quorum mode (see the module docs): cheap to
+/// clone, shared by the store and the Raft state machine.
+#[derive(Clone, Debug, Default)]
+pub struct ImageSink {
+    image: Arc<RwLock<Arc<MetadataImage>>>,
+    applied_end: Arc<std::sync::atomic::AtomicI64>,
+}
+
+impl ImageSink {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies one committed change (the records of one entry, ending at `end_offset`).
+    pub fn apply(&self, records: &[crate::Record], end_offset: i64) {
+        let mut slot = self.image.write();
+        if !records.is_empty() {
+            *slot = Arc::new(replay(&slot, records));
+        }
+        self.applied_end
+            .store(end_offset, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Replaces the image (a snapshot was installed).
+    pub fn reset(&self, image: MetadataImage, end_offset: i64) {
+        *self.image.write() = Arc::new(image);
+        self.applied_end
+            .store(end_offset, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The image as applied so far.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        Arc::clone(&self.image.read())
+    }
+
+    /// The offset after the last applied record.
+    pub fn applied_end(&self) -> i64 {
+        self.applied_end.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 /// Durable cluster metadata for this node.
 #[derive(Debug)]
 pub struct MetadataStore {
     writer: Mutex<Writer>,
-    image: RwLock<Arc<MetadataImage>>,
+    image: Arc<RwLock<Arc<MetadataImage>>>,
     cluster_id: String,
     node_id: i32,
     /// The broker's clock: record timestamps and the pure part's `now_ms`.
@@ -94,8 +146,10 @@ impl MetadataStore {
                 producer_ids: 0..0,
                 producer_id_floor: 0,
                 heartbeats: BrokerHeartbeats::new(clock.now_ms(), DEFAULT_SESSION_TIMEOUT_MS),
+                led_epoch: None,
+                session_timeout_ms: DEFAULT_SESSION_TIMEOUT_MS,
             }),
-            image: RwLock::new(Arc::new(image)),
+            image: Arc::new(RwLock::new(Arc::new(image))),
             cluster_id,
             node_id,
             clock,
@@ -124,6 +178,33 @@ impl MetadataStore {
         Ok(store)
     }
 
+    /// Quorum mode (see the module docs): the image is what `sink` has applied (the Raft
+    /// state machine replays the log into it); nothing is registered here (the broker
+    /// registers with the active controller over the network, as Kafka's do).
+    pub fn open_quorum(
+        log: Box<dyn MetadataLog>,
+        sink: &ImageSink,
+        cluster_id: String,
+        node_id: i32,
+        clock: Clock,
+        session_timeout_ms: i64,
+    ) -> Self {
+        MetadataStore {
+            writer: Mutex::new(Writer {
+                log,
+                producer_ids: 0..0,
+                producer_id_floor: 0,
+                heartbeats: BrokerHeartbeats::new(clock.now_ms(), session_timeout_ms),
+                led_epoch: None,
+                session_timeout_ms,
+            }),
+            image: Arc::clone(&sink.image),
+            cluster_id,
+            node_id,
+            clock,
+        }
+    }
+
     /// This node is the controller, so its own broker is caught up by definition: a
     /// registered, fenced self (just registered, as Kafka registers fenced) is unfenced at
     /// once with one heartbeat at the log's end.
@@ -142,11 +223,98 @@ impl MetadataStore {
         };
         let now = self.clock.now_ms();
         let (records, _) = w.heartbeats.heartbeat(&image, &hb, now, end)?;
-        if !records.is_empty() {
-            w.log.propose(&records, now)?;
-            *self.image.write() = Arc::new(replay(&image, &records));
+        self.commit(w, &image, &records, now)
+    }
+
+    /// Proposes `records` (decided against `image`) and, in local mode, publishes the image
+    /// they yield (a quorum's sink has applied them by the time `propose` returns).
+    fn commit(
+        &self,
+        w: &mut Writer,
+        image: &MetadataImage,
+        records: &[crate::Record],
+        now_ms: i64,
+    ) -> Result<(), MetadataError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        w.log.propose(records, now_ms)?;
+        if !w.log.applies_through_sink() {
+            *self.image.write() = Arc::new(replay(image, records));
         }
         Ok(())
+    }
+
+    /// Waits until this node may decide (see [`MetadataLog::ready_to_lead`]); a new epoch
+    /// starts with empty broker sessions.
+    fn lead(&self, w: &mut Writer) -> Result<(), MetadataError> {
+        let epoch = w.log.ready_to_lead()?;
+        if w.led_epoch != Some(epoch) {
+            if w.led_epoch.is_some() || w.log.applies_through_sink() {
+                w.heartbeats = BrokerHeartbeats::new(self.clock.now_ms(), w.session_timeout_ms);
+            }
+            w.led_epoch = Some(epoch);
+        }
+        Ok(())
+    }
+
+    /// A broker (re-)registers (Kafka's BrokerRegistration at the active controller): its
+    /// new broker epoch.
+    pub fn register_broker(
+        &self,
+        cluster_id: &str,
+        broker_id: i32,
+        incarnation_id: Uuid,
+        endpoints: Vec<crate::BrokerEndpoint>,
+        rack: Option<String>,
+    ) -> Result<i64, MetadataError> {
+        let mut w = self.writer.lock();
+        self.lead(&mut w)?;
+        let before = self.image();
+        let response = self.submit(
+            &mut w,
+            &Request::RegisterBroker {
+                cluster_id: cluster_id.to_string(),
+                broker_id,
+                incarnation_id,
+                endpoints,
+                rack,
+            },
+        )?;
+        let now = self.clock.now_ms();
+        w.heartbeats
+            .registered(&before, broker_id, incarnation_id, now);
+        match response {
+            Response::Registered { broker_epoch } => Ok(broker_epoch),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// A broker heartbeat at the active controller: its reply, after any fence/unfence
+    /// change it causes is committed.
+    pub fn broker_heartbeat(&self, hb: &Heartbeat) -> Result<crate::HeartbeatReply, MetadataError> {
+        let mut w = self.writer.lock();
+        self.lead(&mut w)?;
+        let image = self.image();
+        let end = w.log.quorum_state().log_end_offset;
+        let now = self.clock.now_ms();
+        let (records, reply) = w.heartbeats.heartbeat(&image, hb, now, end)?;
+        self.commit(&mut w, &image, &records, now)?;
+        Ok(reply)
+    }
+
+    /// The active controller's periodic check: fences the broker whose session expired
+    /// longest ago, if any; its id.
+    pub fn fence_expired(&self) -> Result<Option<i32>, MetadataError> {
+        let mut w = self.writer.lock();
+        self.lead(&mut w)?;
+        let image = self.image();
+        let now = self.clock.now_ms();
+        let Some((id, records)) = w.heartbeats.fence_expired(&image, now) else {
+            return Ok(None);
+        };
+        self.commit(&mut w, &image, &records, now)?;
+        Ok(Some(id))
     }
 
     /// A snapshot of the current image.
@@ -166,6 +334,7 @@ impl MetadataStore {
     /// Handles `request` against the current image, commits its records, publishes the
     /// image they yield. The caller holds the writer lock (`w`).
     fn submit(&self, w: &mut Writer, request: &Request) -> Result<Response, MetadataError> {
+        self.lead(w)?;
         let image = self.image();
         let ctx = Ctx {
             node_id: self.node_id,
@@ -177,10 +346,7 @@ impl MetadataStore {
             heartbeats: &w.heartbeats,
         };
         let (records, response) = controller::handle(&image, request, &ctx)?;
-        if !records.is_empty() {
-            w.log.propose(&records, ctx.now_ms)?;
-            *self.image.write() = Arc::new(replay(&image, &records));
-        }
+        self.commit(w, &image, &records, ctx.now_ms)?;
         Ok(response)
     }
 

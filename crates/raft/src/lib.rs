@@ -3,15 +3,23 @@
 //! The only crate that names openraft. Today it holds the storage side: [`SkiffRaft`] (the type
 //! configuration), [`KafkaLogStore`] (the Raft log as Kafka v2 batches in a
 //! `__cluster_metadata-0` partition dir, with `quorum-state` and the committed log id beside
-//! it) and [`MemStateMachine`] (a minimal state machine the tests read). The `MetadataQuorum`
-//! seam and the network come next.
+//! it) and [`MemStateMachine`] (a minimal state machine the tests read); the quorum itself:
+//! [`ImageStateMachine`] (committed entries into the metadata image), [`network`] (openraft's
+//! RPCs on the CONTROLLER listener under private API keys) and [`Quorum`] /
+//! [`RaftMetadataLog`] (the `skiff_metadata::MetadataLog` over Raft).
 
 pub mod codec;
+pub mod image_sm;
 pub mod log_store;
+pub mod network;
+pub mod quorum;
 pub mod state_files;
 pub mod state_machine;
 pub mod types;
 
+pub use image_sm::ImageStateMachine;
 pub use log_store::KafkaLogStore;
+pub use network::is_raft_key;
+pub use quorum::{Quorum, QuorumConfig, RaftMetadataLog};
 pub use state_machine::MemStateMachine;
 pub use types::{Epoch, NodeId, Op, SkiffRaft};

@@ -352,6 +352,11 @@ impl KafkaLogStore {
         )
     }
 
+    /// The index of the last entry known committed (as saved), if any.
+    pub fn committed_index(&self) -> Option<u64> {
+        self.inner.lock().committed.map(|c| c.index)
+    }
+
     /// The Kafka base offset of entry `index`, if it is on disk.
     pub fn base_offset_of(&self, index: u64) -> Option<i64> {
         let g = self.inner.lock();

@@ -50,6 +50,11 @@ pub struct Broker {
     /// The only owner of partition logs and their replication state (issue 13).
     pub replicas: Arc<ReplicaManager>,
     pub metadata: MetadataStore,
+    /// issue 16: the Raft metadata quorum this node is a voter of (`None`: a local log).
+    pub quorum: Option<skiff_raft::Quorum>,
+    /// issue 16: inter-node clients (forwarding, registration).
+    pub peers: crate::cluster::Peers,
+    me: std::sync::Weak<Broker>,
     pub fetch_sessions: Mutex<FetchSessionCache>,
     /// Counters of the fetch-session and sendfile paths (`GET /api/v1/stats`).
     pub stats: crate::stats::ServerStats,
@@ -87,16 +92,25 @@ impl Broker {
         let dir_locks = skiff_storage::dir_lock::lock_dirs(&settings.log_manager.log_dirs)?;
         // The first dir's meta.properties is checked (or written, if the dir is empty) before
         // the metadata log is created in it.
-        let metadata = MetadataStore::open_checked(
-            &metadata_dir,
-            settings.node_id,
-            settings.kraft_mode,
-            settings.log_manager.clock.clone(),
-        )
-        .map_err(|e| match e {
-            skiff_metadata::MetadataError::LogDir(e) => ServerError::LogDir(e),
-            e => ServerError::Metadata(e),
-        })?;
+        let (metadata, quorum) = match &settings.quorum {
+            None => {
+                let store = MetadataStore::open_checked(
+                    &metadata_dir,
+                    settings.node_id,
+                    settings.kraft_mode,
+                    settings.log_manager.clock.clone(),
+                )
+                .map_err(|e| match e {
+                    skiff_metadata::MetadataError::LogDir(e) => ServerError::LogDir(e),
+                    e => ServerError::Metadata(e),
+                })?;
+                (store, None)
+            }
+            Some(q) => {
+                let (store, quorum) = crate::cluster::open_quorum(&settings, q, &metadata_dir)?;
+                (store, Some(quorum))
+            }
+        };
         // Every log dir carries the first one's cluster id (Kafka's storage format); a dir of
         // another cluster refuses the start before any of its logs is opened.
         let cluster_id = metadata.cluster_id();
@@ -157,7 +171,9 @@ impl Broker {
         tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
         let groups = GroupCoordinator::new(settings.groups.clone(), &metadata.image());
         let clock = settings.log_manager.clock.clone();
-        Ok(Arc::new(Broker {
+        Ok(Arc::new_cyclic(|me| Broker {
+            me: me.clone(),
+            peers: crate::cluster::Peers::default(),
             clock,
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
             stats: crate::stats::ServerStats::default(),
@@ -166,6 +182,7 @@ impl Broker {
             topic_configs,
             replicas,
             metadata,
+            quorum,
             cleaner_stats: Arc::new(skiff_compaction::CleanerStats::new()),
             cluster_id,
             shutdown,
@@ -277,6 +294,17 @@ impl Broker {
         configs: BTreeMap<String, String>,
     ) -> Result<TopicInfo, TopicError> {
         let log_config = self.validate_new_topic(name, partitions, &configs)?;
+        if !crate::cluster::is_controller(self) {
+            // issue 16: created by the active controller; this node hosts its partitions once
+            // the image shows them.
+            if let Some(me) = self.me.upgrade() {
+                crate::cluster::create_topic_on_controller(&me, name, partitions, configs);
+            }
+            return Err(TopicError::new(
+                ErrorCode::LeaderNotAvailable,
+                format!("Topic '{name}' is being created by the controller."),
+            ));
+        }
         let info = self
             .metadata
             .create_topic(name, partitions, configs)
@@ -297,6 +325,38 @@ impl Broker {
         self.replicas.delete_partitions(name, info.partitions);
         tracing::info!(topic = name, "topic deleted");
         Ok(info)
+    }
+
+    /// The brokers clients see through `listener` (Metadata, DescribeCluster) as
+    /// (id, host, port, rack), and the controller id. One node: itself. A cluster: every
+    /// registered, unfenced broker with an endpoint of the listener's name (as KRaft), and the
+    /// quorum's leader (-1 while none is known).
+    pub fn cluster_view(
+        &self,
+        listener: &crate::handlers::ListenerInfo,
+    ) -> (Vec<(i32, String, u16, Option<String>)>, i32) {
+        let Some(quorum) = &self.quorum else {
+            let me = (
+                self.node_id(),
+                listener.advertised_host.clone(),
+                listener.advertised_port,
+                None,
+            );
+            return (vec![me], self.node_id());
+        };
+        let image = self.image();
+        let brokers = image
+            .brokers()
+            .filter(|b| !b.fenced)
+            .filter_map(|b| {
+                let e = b
+                    .endpoints
+                    .iter()
+                    .find(|e| e.name.eq_ignore_ascii_case(&listener.name))?;
+                Some((b.id, e.host.clone(), e.port, b.rack.clone()))
+            })
+            .collect();
+        (brokers, quorum.leader().unwrap_or(-1))
     }
 
     /// compaction (issue 7): the cleaner's state of one partition (dirty ratio, last clean,

@@ -18,7 +18,9 @@
 //! Shutdown: the reader stops at the next frame boundary, the writer drains what is queued.
 //! Nothing here panics on input; a failure only ends this connection.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -173,6 +175,8 @@ impl Budget {
 enum Body {
     Now(ResponseBody),
     Later(LaterResponse),
+    /// A metadata-quorum RPC's whole response frame (`None`: close the connection).
+    Raw(Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>),
 }
 
 /// A reply queued for the writer.
@@ -241,12 +245,32 @@ pub async fn serve(
             }
         };
         let size = frame.len();
+        // issue 16: the quorum's private API keys, served on a controller listener only.
+        if frame.len() >= 2 && skiff_raft::is_raft_key(i16::from_be_bytes([frame[0], frame[1]])) {
+            let Some(quorum) = broker.quorum.as_ref().filter(|_| listener.controller) else {
+                tracing::info!(%peer, "closing connection: a metadata-quorum request on a listener that does not serve the quorum");
+                break;
+            };
+            let quorum = quorum.clone();
+            let out = Outgoing {
+                correlation_id: 0,
+                api_key: ApiKey::ApiVersions,
+                version: 0,
+                body: Body::Raw(Box::pin(async move { quorum.handle_rpc(frame).await })),
+                charged: size,
+            };
+            budget.take(out.charged);
+            if tx.send(out).await.is_err() {
+                break;
+            }
+            continue;
+        }
         let out = match decode_request(frame) {
             Ok((header, body)) => {
                 let key = body.api_key();
                 let version = header.request_api_version;
                 tracing::trace!(%peer, api = key.name(), version, correlation_id = header.correlation_id, "request");
-                if !handlers::is_served(key, version) {
+                if !handlers::is_served_on(key, version, listener.controller) {
                     tracing::info!(%peer, api = key.name(), version, "closing connection: API version not served");
                     break;
                 }
@@ -305,7 +329,7 @@ pub async fn serve(
         };
         let response_bytes = match &out.body {
             Body::Now(b) => b.encoded_size(out.version).unwrap_or(0),
-            Body::Later(_) => 0,
+            Body::Later(_) | Body::Raw(_) => 0,
         };
         let out = Outgoing {
             charged: size + response_bytes,
@@ -347,6 +371,17 @@ async fn write_loop(
         let body = match out.body {
             Body::Now(b) => b,
             Body::Later(f) => f.await,
+            Body::Raw(f) => {
+                let Some(frame) = f.await else {
+                    break;
+                };
+                let written = tokio::time::timeout(timeout, wr.write_all(&frame)).await;
+                budget.give_back(out.charged);
+                match written {
+                    Ok(Ok(())) => continue,
+                    _ => break,
+                }
+            }
         };
         let mut w = ChunkedWriter::new();
         if let Err(e) = encode_response(out.correlation_id, out.api_key, out.version, &body, &mut w)

@@ -33,6 +33,9 @@ pub enum ServerError {
     DirLock(#[from] skiff_storage::dir_lock::DirLockError),
     #[error("I/O: {0}")]
     Io(#[from] io::Error),
+    /// The metadata quorum cannot start or go on safely (e.g. its voters disagree).
+    #[error("metadata quorum: {0}")]
+    Quorum(String),
 }
 
 impl ServerError {
@@ -42,7 +45,7 @@ impl ServerError {
     /// binary exits 2 for these, as for configuration errors.
     pub fn is_configuration(&self) -> bool {
         match self {
-            ServerError::Config(_) => true,
+            ServerError::Config(_) | ServerError::Quorum(_) => true,
             ServerError::LogDir(e) | ServerError::Metadata(MetadataError::LogDir(e)) => {
                 e.is_configuration()
             }

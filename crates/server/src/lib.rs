@@ -22,6 +22,7 @@
 pub mod admin_http;
 pub mod broker;
 pub mod cleaner;
+pub mod cluster;
 pub mod connection;
 pub mod coordinator;
 pub mod delivery;

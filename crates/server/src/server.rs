@@ -165,6 +165,8 @@ impl Server {
             )));
         }
         drop(drain_tx);
+        // issue 16: registration, heartbeats, the controller timer, the partition reconciler.
+        crate::cluster::start(&broker, &listeners);
         admin_state.set_listeners_bound();
         Ok(Server {
             broker,
@@ -196,6 +198,23 @@ impl Server {
 
     pub fn broker(&self) -> &Arc<Broker> {
         &self.broker
+    }
+
+    /// Resolves with a message when the metadata quorum cannot go on safely (its voters
+    /// disagree): the binary then stops with exit 2. Never resolves on a single node.
+    pub async fn fatal(&self) -> String {
+        let Some(q) = &self.broker.quorum else {
+            return std::future::pending().await;
+        };
+        let mut rx = q.fatal();
+        loop {
+            if let Some(m) = rx.borrow_and_update().clone() {
+                return m;
+            }
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
     }
 
     /// Stops accepting, drains connections, then shuts storage down cleanly.

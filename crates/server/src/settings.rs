@@ -49,6 +49,36 @@ impl ListenerSettings {
     }
 }
 
+/// The static Raft quorum this node is a voter of (Kafka's KRaft keys).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuorumSettings {
+    /// `controller.quorum.voters`: (node id, host, port) of every voter's CONTROLLER listener.
+    pub voters: Vec<(i32, String, u16)>,
+    /// `controller.quorum.election.timeout.ms`
+    pub election_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms`
+    pub fetch_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms`
+    pub heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms`
+    pub session_timeout_ms: u64,
+    /// `inter.broker.listener.name` (else the first non-controller listener): the endpoint a
+    /// node's broker is reached at by other nodes.
+    pub inter_broker_listener: Option<String>,
+}
+
+impl QuorumSettings {
+    /// The voters as `id@host:port,...`, in id order: what every voter must agree on.
+    pub fn voter_string(&self) -> String {
+        let mut v = self.voters.clone();
+        v.sort();
+        v.iter()
+            .map(|(id, h, p)| format!("{id}@{h}:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
 /// Broker settings the server acts on (Kafka key names in the field docs).
 #[derive(Clone, Debug)]
 pub struct ServerSettings {
@@ -60,6 +90,9 @@ pub struct ServerSettings {
     /// KRaft mode: this node's `controller.quorum.voters` endpoint as
     /// (controller listener name, host, port), what DescribeQuorum reports for the voter.
     pub quorum_voter_endpoint: Option<(String, String, u16)>,
+    /// KRaft mode with several voters: the Raft metadata quorum (issue 16). `None`: the
+    /// metadata log is local (no `process.roles`, or a single voter).
+    pub quorum: Option<QuorumSettings>,
     /// `listeners` joined with `advertised.listeners`.
     pub listeners: Vec<ListenerSettings>,
     /// `socket.request.max.bytes`
@@ -104,6 +137,7 @@ impl ServerSettings {
             node_id: 1,
             kraft_mode: false,
             quorum_voter_endpoint: None,
+            quorum: None,
             listeners: vec![ListenerSettings::loopback_ephemeral()],
             socket_request_bytes_max: skiff_types::limits::SOCKET_REQUEST_BYTES_MAX,
             connection_idle_ms_max: 600_000,

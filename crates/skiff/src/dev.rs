@@ -8,11 +8,9 @@
 //! writes the files, formats every node once with one cluster id (kept in `DIR/cluster.id`, so a
 //! second run reuses the data), starts `skiff serve --config` per node, prints
 //! `skiff ready cluster bootstrap=localhost:P,...` once every node printed its PLAINTEXT ready
-//! line (a node registers itself, unfenced, before it prints it), forwards SIGTERM/SIGINT to
-//! all and exits when all have exited (0 when all exited 0). It restarts nothing by itself.
-//!
-//! Until the multi-node metadata quorum lands, `--nodes` above 1 is refused (exit 2) before
-//! anything is written: the nodes would refuse their configuration anyway.
+//! line and node 1's Metadata lists all N brokers (registered and unfenced: KRaft lists only
+//! unfenced brokers), forwards SIGTERM/SIGINT to all and exits when all have exited (0 when
+//! all exited 0). It restarts nothing by itself.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
@@ -94,13 +92,6 @@ pub fn plan(nodes: u16, base_port: u16, data: &Path) -> Result<Vec<NodePlan>, St
 }
 
 pub fn run(args: DevArgs) -> ExitCode {
-    if args.nodes > 1 {
-        eprintln!(
-            "skiff dev: --nodes {}: a metadata quorum of several nodes is not implemented by Skiff yet (issue 16); `skiff dev` (one node) runs",
-            args.nodes
-        );
-        return ExitCode::from(EXIT_CONFIG);
-    }
     let nodes = match plan(args.nodes, args.base_port, &args.data) {
         Ok(n) => n,
         Err(e) => {
@@ -220,16 +211,29 @@ async fn supervise(nodes: Vec<NodePlan>, cluster_id: String) -> ExitCode {
         .collect();
     let (mut ready, mut exited) = (0usize, 0usize);
     let (mut announced, mut signalled, mut all_zero) = (false, false, true);
+    let (registered_tx, mut registered_rx) = tokio::sync::mpsc::channel::<()>(1);
+    let mut waiting = false;
     while exited < nodes.len() {
-        if !announced && ready == nodes.len() {
-            println!(
-                "skiff ready cluster bootstrap={} cluster.id={cluster_id}",
-                bootstrap.join(",")
-            );
-            announced = true;
+        if !waiting && ready == nodes.len() {
+            waiting = true;
+            let first = nodes.first().map_or(0, |n| n.port);
+            let want = nodes.len();
+            let tx = registered_tx.clone();
+            tokio::spawn(async move {
+                if all_registered(first, want).await {
+                    let _ = tx.send(()).await;
+                }
+            });
         }
         tokio::select! {
-            Some(_) = ready_rx.recv(), if !announced => ready += 1,
+            Some(()) = registered_rx.recv(), if !announced => {
+                println!(
+                    "skiff ready cluster bootstrap={} cluster.id={cluster_id}",
+                    bootstrap.join(",")
+                );
+                announced = true;
+            }
+            Some(_) = ready_rx.recv(), if !waiting => ready += 1,
             _ = term.recv() => { signalled = true; forward(&pids); }
             _ = int.recv() => { signalled = true; forward(&pids); }
             Some((id, code)) = exit_rx.recv() => {
@@ -245,6 +249,33 @@ async fn supervise(nodes: Vec<NodePlan>, cluster_id: String) -> ExitCode {
     } else {
         ExitCode::from(EXIT_FAILURE)
     }
+}
+
+/// Polls node 1's Metadata until it lists `want` brokers (they registered and were
+/// unfenced); `false` if that never happens (the nodes exit first, or two minutes pass).
+async fn all_registered(port: u16, want: usize) -> bool {
+    let client = skiff_server::node_client::NodeClient::spawn(
+        format!("localhost:{port}"),
+        skiff_server::node_client::NodeClientConfig {
+            client_id: "skiff-dev".into(),
+            request_timeout: std::time::Duration::from_secs(5),
+            ..Default::default()
+        },
+    );
+    for _ in 0..1200 {
+        let req = skiff_protocol::MetadataRequest {
+            topics: Some(Vec::new()),
+            ..Default::default()
+        };
+        if let Ok(skiff_protocol::ResponseBody::Metadata(m)) = client.call(req).await
+            && m.brokers.len() >= want
+        {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    eprintln!("skiff dev: the nodes did not all register within two minutes");
+    false
 }
 
 /// Sends SIGTERM to every child (a child that already exited is gone or a zombie until its

@@ -181,12 +181,21 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
             let _ = out.flush();
         }
+        let mut fatal = None;
         match signals {
-            Some(mut s) => s.wait().await,
+            Some(mut s) => tokio::select! {
+                _ = s.wait() => {}
+                m = server.fatal() => fatal = Some(m),
+            },
             None => tracing::error!("no signal handlers; shutting down"),
+        }
+        if let Some(m) = &fatal {
+            tracing::error!(error = %m, "the metadata quorum cannot go on safely; stopping");
+            eprintln!("skiff: configuration error: {m}");
         }
         match tokio::time::timeout(Duration::from_millis(SHUTDOWN_MS_MAX), server.shutdown()).await
         {
+            Ok(Ok(())) if fatal.is_some() => ExitCode::from(EXIT_CONFIG),
             Ok(Ok(())) => ExitCode::SUCCESS,
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "shutdown failed");

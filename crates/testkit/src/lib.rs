@@ -17,6 +17,7 @@
 //! and a panic is how a test reports.
 
 pub mod client;
+pub mod cluster;
 pub mod in_process;
 pub mod process;
 

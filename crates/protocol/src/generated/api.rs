@@ -44,6 +44,8 @@ pub enum ApiKey {
     DescribeQuorum = 55,
     DescribeCluster = 60,
     DescribeProducers = 61,
+    BrokerRegistration = 62,
+    BrokerHeartbeat = 63,
     ConsumerGroupHeartbeat = 68,
     ConsumerGroupDescribe = 69,
     ListClientMetricsResources = 74,
@@ -86,6 +88,8 @@ impl ApiKey {
         ApiKey::DescribeQuorum,
         ApiKey::DescribeCluster,
         ApiKey::DescribeProducers,
+        ApiKey::BrokerRegistration,
+        ApiKey::BrokerHeartbeat,
         ApiKey::ConsumerGroupHeartbeat,
         ApiKey::ConsumerGroupDescribe,
         ApiKey::ListClientMetricsResources,
@@ -128,6 +132,8 @@ impl ApiKey {
             55 => Some(ApiKey::DescribeQuorum),
             60 => Some(ApiKey::DescribeCluster),
             61 => Some(ApiKey::DescribeProducers),
+            62 => Some(ApiKey::BrokerRegistration),
+            63 => Some(ApiKey::BrokerHeartbeat),
             68 => Some(ApiKey::ConsumerGroupHeartbeat),
             69 => Some(ApiKey::ConsumerGroupDescribe),
             74 => Some(ApiKey::ListClientMetricsResources),
@@ -172,6 +178,8 @@ impl ApiKey {
             ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::DescribeProducers => "DescribeProducers",
+            ApiKey::BrokerRegistration => "BrokerRegistration",
+            ApiKey::BrokerHeartbeat => "BrokerHeartbeat",
             ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
             ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
             ApiKey::ListClientMetricsResources => "ListClientMetricsResources",
@@ -215,6 +223,8 @@ impl ApiKey {
             ApiKey::DescribeQuorum => (0, 2),
             ApiKey::DescribeCluster => (0, 1),
             ApiKey::DescribeProducers => (0, 0),
+            ApiKey::BrokerRegistration => (0, 4),
+            ApiKey::BrokerHeartbeat => (0, 1),
             ApiKey::ConsumerGroupHeartbeat => (0, 1),
             ApiKey::ConsumerGroupDescribe => (0, 1),
             ApiKey::ListClientMetricsResources => (0, 1),
@@ -264,6 +274,8 @@ impl ApiKey {
             ApiKey::DescribeQuorum => <DescribeQuorumRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::BrokerRegistration => <BrokerRegistrationRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::BrokerHeartbeat => <BrokerHeartbeatRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatRequest as Codec>::FLEXIBLE_MIN
             }
@@ -319,6 +331,8 @@ impl ApiKey {
             ApiKey::DescribeQuorum => <DescribeQuorumResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::BrokerRegistration => <BrokerRegistrationResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::BrokerHeartbeat => <BrokerHeartbeatResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatResponse as Codec>::FLEXIBLE_MIN
             }
@@ -369,6 +383,8 @@ pub enum RequestBody {
     DescribeQuorum(DescribeQuorumRequest),
     DescribeCluster(DescribeClusterRequest),
     DescribeProducers(DescribeProducersRequest),
+    BrokerRegistration(BrokerRegistrationRequest),
+    BrokerHeartbeat(BrokerHeartbeatRequest),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest),
     ListClientMetricsResources(ListClientMetricsResourcesRequest),
@@ -412,6 +428,8 @@ impl RequestBody {
             RequestBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             RequestBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             RequestBody::DescribeProducers(_) => ApiKey::DescribeProducers,
+            RequestBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            RequestBody::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
             RequestBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             RequestBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
             RequestBody::ListClientMetricsResources(_) => ApiKey::ListClientMetricsResources,
@@ -505,6 +523,12 @@ impl RequestBody {
             ApiKey::DescribeProducers => {
                 RequestBody::DescribeProducers(DescribeProducersRequest::decode(buf, version)?)
             }
+            ApiKey::BrokerRegistration => {
+                RequestBody::BrokerRegistration(BrokerRegistrationRequest::decode(buf, version)?)
+            }
+            ApiKey::BrokerHeartbeat => {
+                RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest::decode(buf, version)?)
+            }
             ApiKey::ConsumerGroupHeartbeat => RequestBody::ConsumerGroupHeartbeat(
                 ConsumerGroupHeartbeatRequest::decode(buf, version)?,
             ),
@@ -560,6 +584,8 @@ impl RequestBody {
             RequestBody::DescribeQuorum(b) => b.encode(out, version),
             RequestBody::DescribeCluster(b) => b.encode(out, version),
             RequestBody::DescribeProducers(b) => b.encode(out, version),
+            RequestBody::BrokerRegistration(b) => b.encode(out, version),
+            RequestBody::BrokerHeartbeat(b) => b.encode(out, version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             RequestBody::ConsumerGroupDescribe(b) => b.encode(out, version),
             RequestBody::ListClientMetricsResources(b) => b.encode(out, version),
@@ -603,6 +629,8 @@ impl RequestBody {
             RequestBody::DescribeQuorum(b) => b.encoded_size(version),
             RequestBody::DescribeCluster(b) => b.encoded_size(version),
             RequestBody::DescribeProducers(b) => b.encoded_size(version),
+            RequestBody::BrokerRegistration(b) => b.encoded_size(version),
+            RequestBody::BrokerHeartbeat(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
             RequestBody::ListClientMetricsResources(b) => b.encoded_size(version),
@@ -776,6 +804,16 @@ impl From<DescribeProducersRequest> for RequestBody {
         RequestBody::DescribeProducers(b)
     }
 }
+impl From<BrokerRegistrationRequest> for RequestBody {
+    fn from(b: BrokerRegistrationRequest) -> Self {
+        RequestBody::BrokerRegistration(b)
+    }
+}
+impl From<BrokerHeartbeatRequest> for RequestBody {
+    fn from(b: BrokerHeartbeatRequest) -> Self {
+        RequestBody::BrokerHeartbeat(b)
+    }
+}
 impl From<ConsumerGroupHeartbeatRequest> for RequestBody {
     fn from(b: ConsumerGroupHeartbeatRequest) -> Self {
         RequestBody::ConsumerGroupHeartbeat(b)
@@ -833,6 +871,8 @@ pub enum ResponseBody {
     DescribeQuorum(DescribeQuorumResponse),
     DescribeCluster(DescribeClusterResponse),
     DescribeProducers(DescribeProducersResponse),
+    BrokerRegistration(BrokerRegistrationResponse),
+    BrokerHeartbeat(BrokerHeartbeatResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
     ConsumerGroupDescribe(ConsumerGroupDescribeResponse),
     ListClientMetricsResources(ListClientMetricsResourcesResponse),
@@ -876,6 +916,8 @@ impl ResponseBody {
             ResponseBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             ResponseBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             ResponseBody::DescribeProducers(_) => ApiKey::DescribeProducers,
+            ResponseBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            ResponseBody::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
             ResponseBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             ResponseBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
             ResponseBody::ListClientMetricsResources(_) => ApiKey::ListClientMetricsResources,
@@ -973,6 +1015,12 @@ impl ResponseBody {
             ApiKey::DescribeProducers => {
                 ResponseBody::DescribeProducers(DescribeProducersResponse::decode(buf, version)?)
             }
+            ApiKey::BrokerRegistration => {
+                ResponseBody::BrokerRegistration(BrokerRegistrationResponse::decode(buf, version)?)
+            }
+            ApiKey::BrokerHeartbeat => {
+                ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse::decode(buf, version)?)
+            }
             ApiKey::ConsumerGroupHeartbeat => ResponseBody::ConsumerGroupHeartbeat(
                 ConsumerGroupHeartbeatResponse::decode(buf, version)?,
             ),
@@ -1028,6 +1076,8 @@ impl ResponseBody {
             ResponseBody::DescribeQuorum(b) => b.encode(out, version),
             ResponseBody::DescribeCluster(b) => b.encode(out, version),
             ResponseBody::DescribeProducers(b) => b.encode(out, version),
+            ResponseBody::BrokerRegistration(b) => b.encode(out, version),
+            ResponseBody::BrokerHeartbeat(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encode(out, version),
             ResponseBody::ListClientMetricsResources(b) => b.encode(out, version),
@@ -1071,6 +1121,8 @@ impl ResponseBody {
             ResponseBody::DescribeQuorum(b) => b.encoded_size(version),
             ResponseBody::DescribeCluster(b) => b.encoded_size(version),
             ResponseBody::DescribeProducers(b) => b.encoded_size(version),
+            ResponseBody::BrokerRegistration(b) => b.encoded_size(version),
+            ResponseBody::BrokerHeartbeat(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
             ResponseBody::ListClientMetricsResources(b) => b.encoded_size(version),
@@ -1244,6 +1296,16 @@ impl From<DescribeProducersResponse> for ResponseBody {
         ResponseBody::DescribeProducers(b)
     }
 }
+impl From<BrokerRegistrationResponse> for ResponseBody {
+    fn from(b: BrokerRegistrationResponse) -> Self {
+        ResponseBody::BrokerRegistration(b)
+    }
+}
+impl From<BrokerHeartbeatResponse> for ResponseBody {
+    fn from(b: BrokerHeartbeatResponse) -> Self {
+        ResponseBody::BrokerHeartbeat(b)
+    }
+}
 impl From<ConsumerGroupHeartbeatResponse> for ResponseBody {
     fn from(b: ConsumerGroupHeartbeatResponse) -> Self {
         ResponseBody::ConsumerGroupHeartbeat(b)
@@ -1363,6 +1425,12 @@ impl crate::Request for DescribeClusterRequest {
 }
 impl crate::Request for DescribeProducersRequest {
     type Response = DescribeProducersResponse;
+}
+impl crate::Request for BrokerRegistrationRequest {
+    type Response = BrokerRegistrationResponse;
+}
+impl crate::Request for BrokerHeartbeatRequest {
+    type Response = BrokerHeartbeatResponse;
 }
 impl crate::Request for ConsumerGroupHeartbeatRequest {
     type Response = ConsumerGroupHeartbeatResponse;

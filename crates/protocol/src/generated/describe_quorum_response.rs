@@ -427,7 +427,7 @@ pub struct Node {
     /// The listeners of this controller
     ///
     /// Versions 2.
-    pub listeners: Vec<Listener>,
+    pub listeners: Vec<DescribeQuorumResponseListener>,
 }
 
 impl Default for Node {
@@ -443,8 +443,9 @@ impl Node {
     pub(crate) fn read(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.node_id = wire::read_i32(buf)?;
-        this.listeners =
-            wire::read_array(buf, true, "Node.listeners", |b| Listener::read(b, version))?;
+        this.listeners = wire::read_array(buf, true, "Node.listeners", |b| {
+            DescribeQuorumResponseListener::read(b, version)
+        })?;
         wire::skip_tagged_fields(buf)?;
 
         Ok(this)
@@ -476,7 +477,7 @@ impl Node {
 
 /// Part of `DescribeQuorumResponse` (`Listener` in the definition).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Listener {
+pub struct DescribeQuorumResponseListener {
     /// The name of the endpoint
     ///
     /// Versions 2.
@@ -491,7 +492,7 @@ pub struct Listener {
     pub port: u16,
 }
 
-impl Default for Listener {
+impl Default for DescribeQuorumResponseListener {
     fn default() -> Self {
         Self {
             name: String::new(),
@@ -501,11 +502,11 @@ impl Default for Listener {
     }
 }
 
-impl Listener {
+impl DescribeQuorumResponseListener {
     pub(crate) fn read(buf: &mut Bytes, _version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
-        this.name = wire::read_string(buf, true, "Listener.name")?;
-        this.host = wire::read_string(buf, true, "Listener.host")?;
+        this.name = wire::read_string(buf, true, "DescribeQuorumResponseListener.name")?;
+        this.host = wire::read_string(buf, true, "DescribeQuorumResponseListener.host")?;
         this.port = wire::read_u16(buf)?;
         wire::skip_tagged_fields(buf)?;
 
@@ -517,8 +518,8 @@ impl Listener {
         out: &mut W,
         _version: i16,
     ) -> Result<(), EncodeError> {
-        wire::write_string(out, &self.name, true, "Listener.name")?;
-        wire::write_string(out, &self.host, true, "Listener.host")?;
+        wire::write_string(out, &self.name, true, "DescribeQuorumResponseListener.name")?;
+        wire::write_string(out, &self.host, true, "DescribeQuorumResponseListener.host")?;
         out.put_uint16(self.port);
         out.put_uvarint(0);
 

@@ -2557,13 +2557,13 @@ impl Random for Node {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
         this.node_id = rng.i32();
-        this.listeners = rng.vec(|rng| Listener::random(rng, version));
+        this.listeners = rng.vec(|rng| DescribeQuorumResponseListener::random(rng, version));
 
         this
     }
 }
 
-impl Random for Listener {
+impl Random for DescribeQuorumResponseListener {
     fn random(rng: &mut TestRng, _version: i16) -> Self {
         let mut this = Self::default();
         this.name = rng.string();
@@ -2603,6 +2603,92 @@ impl Random for ClientMetricsResource {
         if version == 1 {
             this.resource_type = rng.i8();
         }
+
+        this
+    }
+}
+
+impl Random for BrokerRegistrationRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.broker_id = rng.i32();
+        this.cluster_id = rng.string();
+        this.incarnation_id = rng.uuid();
+        this.listeners = rng.vec(|rng| BrokerRegistrationRequestListener::random(rng, version));
+        this.features = rng.vec(|rng| Feature::random(rng, version));
+        this.rack = rng.maybe(true, |rng| rng.string());
+        if version >= 1 {
+            this.is_migrating_zk_broker = rng.bool();
+        }
+        if version >= 2 {
+            this.log_dirs = rng.long_vec(|rng| rng.uuid());
+        }
+        if version >= 3 {
+            this.previous_broker_epoch = rng.i64();
+        }
+
+        this
+    }
+}
+
+impl Random for BrokerRegistrationRequestListener {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.host = rng.string();
+        this.port = rng.u16();
+        this.security_protocol = rng.i16();
+
+        this
+    }
+}
+
+impl Random for Feature {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.min_supported_version = rng.i16();
+        this.max_supported_version = rng.i16();
+
+        this
+    }
+}
+
+impl Random for BrokerRegistrationResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.broker_epoch = rng.i64();
+
+        this
+    }
+}
+
+impl Random for BrokerHeartbeatRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.broker_id = rng.i32();
+        this.broker_epoch = rng.i64();
+        this.current_metadata_offset = rng.i64();
+        this.want_fence = rng.bool();
+        this.want_shut_down = rng.bool();
+        if version == 1 && rng.bool() {
+            this.offline_log_dirs = rng.long_vec(|rng| rng.uuid());
+        }
+
+        this
+    }
+}
+
+impl Random for BrokerHeartbeatResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.is_caught_up = rng.bool();
+        this.is_fenced = rng.bool();
+        this.should_shut_down = rng.bool();
 
         this
     }
@@ -3304,6 +3390,12 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
         ApiKey::ListClientMetricsResources => RequestBody::ListClientMetricsResources(
             ListClientMetricsResourcesRequest::random(rng, version),
         ),
+        ApiKey::BrokerRegistration => {
+            RequestBody::BrokerRegistration(BrokerRegistrationRequest::random(rng, version))
+        }
+        ApiKey::BrokerHeartbeat => {
+            RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest::random(rng, version))
+        }
     }
 }
 
@@ -3399,5 +3491,11 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
         ApiKey::ListClientMetricsResources => ResponseBody::ListClientMetricsResources(
             ListClientMetricsResourcesResponse::random(rng, version),
         ),
+        ApiKey::BrokerRegistration => {
+            ResponseBody::BrokerRegistration(BrokerRegistrationResponse::random(rng, version))
+        }
+        ApiKey::BrokerHeartbeat => {
+            ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse::random(rng, version))
+        }
     }
 }

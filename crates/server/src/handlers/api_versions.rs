@@ -8,7 +8,7 @@
 use skiff_protocol::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, ResponseBody};
 use skiff_types::ErrorCode;
 
-use super::{APIS, Reply, RequestContext, advertised_versions};
+use super::{APIS, CONTROLLER_APIS, Reply, RequestContext, advertised_on};
 
 pub fn handle(ctx: &RequestContext<'_>, req: ApiVersionsRequest) -> Reply {
     if ctx.api_version >= 3 {
@@ -18,19 +18,23 @@ pub fn handle(ctx: &RequestContext<'_>, req: ApiVersionsRequest) -> Reply {
             "client connected"
         );
     }
-    Reply::Now(ResponseBody::ApiVersions(response(ErrorCode::None)))
+    Reply::Now(ResponseBody::ApiVersions(response_on(
+        ErrorCode::None,
+        ctx.listener.controller,
+    )))
 }
 
 /// The answer to an ApiVersions request of a version newer than ours (encode it as v0).
 pub fn unsupported_version_response() -> ResponseBody {
-    ResponseBody::ApiVersions(response(ErrorCode::UnsupportedVersion))
+    ResponseBody::ApiVersions(response_on(ErrorCode::UnsupportedVersion, false))
 }
 
-fn response(error: ErrorCode) -> ApiVersionsResponse {
+fn response_on(error: ErrorCode, controller: bool) -> ApiVersionsResponse {
     let api_keys = APIS
         .iter()
+        .chain(CONTROLLER_APIS.iter().filter(|_| controller))
         .filter_map(|k| {
-            advertised_versions(*k).map(|(min, max)| ApiVersion {
+            advertised_on(*k, controller).map(|(min, max)| ApiVersion {
                 api_key: *k as i16,
                 min_version: min,
                 max_version: max,

@@ -66,28 +66,38 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeClusterRequest) -> Reply {
             );
         }
     }
-    let node = broker.node_id();
-    // A controller endpoint lists the controllers (the voter, at its controller.quorum.voters
-    // address); a broker endpoint the brokers, at the advertised address of this listener.
-    let (host, port) = match (&broker.settings.quorum_voter_endpoint, here) {
-        (Some((_, host, port)), ENDPOINT_CONTROLLER) => (host.clone(), *port),
-        _ => (
-            ctx.listener.advertised_host.clone(),
-            ctx.listener.advertised_port,
-        ),
-    };
+    // A controller endpoint lists the controllers (the voters, at their controller.quorum.voters
+    // addresses); a broker endpoint the brokers, at their endpoints of this listener.
+    let (brokers, controller_id) =
+        match (&broker.quorum, &broker.settings.quorum_voter_endpoint, here) {
+            (Some(q), _, ENDPOINT_CONTROLLER) => (
+                q.voter_ids()
+                    .into_iter()
+                    .filter_map(|id| q.voter_endpoint(id).map(|(h, p)| (id, h, p, None)))
+                    .collect(),
+                q.leader().unwrap_or(-1),
+            ),
+            (None, Some((_, host, port)), ENDPOINT_CONTROLLER) => (
+                vec![(broker.node_id(), host.clone(), *port, None)],
+                broker.node_id(),
+            ),
+            _ => broker.cluster_view(ctx.listener),
+        };
     Reply::Now(ResponseBody::DescribeCluster(DescribeClusterResponse {
         error_code: 0,
         error_message: None,
         endpoint_type: here,
         cluster_id: broker.cluster_id().to_string(),
-        controller_id: node,
-        brokers: vec![DescribeClusterBroker {
-            broker_id: node,
-            host,
-            port: i32::from(port),
-            rack: None,
-        }],
+        controller_id,
+        brokers: brokers
+            .into_iter()
+            .map(|(broker_id, host, port, rack)| DescribeClusterBroker {
+                broker_id,
+                host,
+                port: i32::from(port),
+                rack,
+            })
+            .collect(),
         cluster_authorized_operations: if req.include_cluster_authorized_operations {
             ALL_CLUSTER_OPS
         } else {

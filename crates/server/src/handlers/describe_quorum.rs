@@ -17,9 +17,9 @@
 
 use skiff_metadata::METADATA_TOPIC;
 use skiff_protocol::{
-    DescribeQuorumRequest, DescribeQuorumResponse, DescribeQuorumResponsePartitionData,
-    DescribeQuorumResponseReplicaState, DescribeQuorumResponseTopicData, Listener, Node,
-    ResponseBody,
+    DescribeQuorumRequest, DescribeQuorumResponse, DescribeQuorumResponseListener as Listener,
+    DescribeQuorumResponsePartitionData, DescribeQuorumResponseReplicaState,
+    DescribeQuorumResponseTopicData, Node, ResponseBody,
 };
 use skiff_types::ErrorCode;
 use uuid::Uuid;

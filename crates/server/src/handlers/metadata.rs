@@ -1,6 +1,9 @@
 //! Metadata (3), v0-12: brokers, cluster id, controller, topics with partitions.
 //!
-//! Single node: this broker is the only broker and the controller. Each partition's leader,
+//! Single node: this broker is the only broker and the controller. A cluster (issue 16): every
+//! registered, unfenced broker at its endpoint of this listener, the quorum leader as the
+//! controller (`Broker::cluster_view`); auto-creation on a node that is not the controller
+//! is forwarded to it (answered LEADER_NOT_AVAILABLE until the image shows the topic). Each partition's leader,
 //! leader epoch, replicas and ISR are the metadata image's registration (`PartitionRecord` /
 //! `PartitionChangeRecord`; this node at epoch 0 today). The broker entry carries the advertised address of the
 //! listener the client connected through. Unknown topics are auto-created when
@@ -47,7 +50,6 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
         None => true,
         Some(t) => v == 0 && t.is_empty(),
     };
-    let node = broker.node_id();
     let mut topics = Vec::new();
     if all {
         for info in broker.image().topics.values() {
@@ -73,15 +75,19 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
             topics.push(entry);
         }
     }
+    let (brokers, controller_id) = broker.cluster_view(ctx.listener);
     let response = MetadataResponse {
-        brokers: vec![MetadataResponseBroker {
-            node_id: node,
-            host: ctx.listener.advertised_host.clone(),
-            port: i32::from(ctx.listener.advertised_port),
-            rack: None,
-        }],
+        brokers: brokers
+            .into_iter()
+            .map(|(node_id, host, port, rack)| MetadataResponseBroker {
+                node_id,
+                host,
+                port: i32::from(port),
+                rack,
+            })
+            .collect(),
         cluster_id: Some(broker.cluster_id().to_string()),
-        controller_id: node,
+        controller_id,
         topics,
         // v8-10 (librdkafka's DescribeCluster is a Metadata v10 request).
         cluster_authorized_operations: if v >= 8 && req.include_cluster_authorized_operations {

@@ -22,6 +22,8 @@ pub mod alter_configs;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
 pub mod api_versions;
+pub mod broker_heartbeat;
+pub mod broker_registration;
 mod config_changes;
 pub mod create_partitions;
 pub mod create_topics;
@@ -147,6 +149,10 @@ pub const APIS: &[ApiKey] = &[
     ApiKey::ListClientMetricsResources,
 ];
 
+/// APIs served on controller listeners only (Kafka's `"listeners": ["controller"]`), beside
+/// [`APIS`]; a broker listener neither advertises nor serves them.
+pub const CONTROLLER_APIS: &[ApiKey] = &[ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat];
+
 /// Produce versions below this are advertised (librdkafka needs min 0 to enable compression,
 /// KAFKA-18659) but refused by closing the connection, as Kafka 4 does.
 pub const PRODUCE_MIN_USABLE_VERSION: i16 = 3;
@@ -156,7 +162,24 @@ pub fn advertised_versions(key: ApiKey) -> Option<(i16, i16)> {
     APIS.contains(&key).then(|| key.supported_versions())
 }
 
-/// Whether a request of this API and version is served (else the connection is closed).
+/// The advertised (min, max) of an API on a listener (`controller`: a controller listener).
+pub fn advertised_on(key: ApiKey, controller: bool) -> Option<(i16, i16)> {
+    advertised_versions(key).or_else(|| {
+        (controller && CONTROLLER_APIS.contains(&key)).then(|| key.supported_versions())
+    })
+}
+
+/// Whether a request of this API and version is served on a listener (else the connection
+/// is closed).
+pub fn is_served_on(key: ApiKey, version: i16, controller: bool) -> bool {
+    if controller && CONTROLLER_APIS.contains(&key) {
+        let (min, max) = key.supported_versions();
+        return (min..=max).contains(&version);
+    }
+    is_served(key, version)
+}
+
+/// Whether a request of this API and version is served on a broker listener.
 pub fn is_served(key: ApiKey, version: i16) -> bool {
     match advertised_versions(key) {
         Some((min, max)) => {
@@ -167,8 +190,19 @@ pub fn is_served(key: ApiKey, version: i16) -> bool {
     }
 }
 
-/// Routes a decoded request to its handler.
-pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
+/// Routes a decoded request to its handler (in a cluster, admin requests go to the active
+/// controller when this node is not it: `crate::cluster::forward`).
+pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
+    if ctx.broker.quorum.is_some()
+        && ctx.listener.name != crate::cluster::LOCAL_LISTENER
+        && crate::cluster::is_forwarded(body.api_key())
+        && !crate::cluster::is_controller(ctx.broker)
+    {
+        match crate::cluster::forward(ctx.broker, ctx.api_version, body) {
+            Ok(f) => return Reply::Later(f),
+            Err(b) => body = b,
+        }
+    }
     match body {
         RequestBody::ApiVersions(r) => api_versions::handle(ctx, r),
         RequestBody::Metadata(r) => metadata::handle(ctx, r),
@@ -209,6 +243,8 @@ pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
         RequestBody::AlterReplicaLogDirs(r) => alter_replica_log_dirs::handle(ctx, r),
         RequestBody::DescribeQuorum(r) => describe_quorum::handle(ctx, r),
         RequestBody::ListClientMetricsResources(r) => list_client_metrics_resources::handle(ctx, r),
+        RequestBody::BrokerRegistration(r) => broker_registration::handle(ctx, r),
+        RequestBody::BrokerHeartbeat(r) => broker_heartbeat::handle(ctx, r),
         // Every API the codec knows is served today; keep the arm for APIs added later.
         #[allow(unreachable_patterns)]
         other => Reply::Close(format!("{} is not served", other.api_key().name())),

@@ -222,9 +222,37 @@ impl ReplicaManager {
         }
     }
 
+    /// issue 16: follows the image (called whenever it moves): hosts what it assigns here and
+    /// stops hosting (and deletes) partitions of topics it no longer has. Logs on disk that
+    /// were never hosted are left alone (the image may still be catching up with them).
+    pub fn reconcile(&self, image: &MetadataImage, config_for: &dyn Fn(&TopicInfo) -> LogConfig) {
+        for info in image.topics.values() {
+            self.ensure_assigned(image, &info.name, config_for(info));
+        }
+        let gone: Vec<TopicPartition> = self
+            .states
+            .read()
+            .keys()
+            .filter(|tp| {
+                image
+                    .topic(&tp.topic)
+                    .is_none_or(|t| tp.partition >= t.partitions)
+            })
+            .cloned()
+            .collect();
+        for tp in gone {
+            tracing::info!(%tp, "partition deleted by the metadata: removing its log");
+            self.delete_partitions_range(&tp.topic, tp.partition..tp.partition + 1);
+        }
+    }
+
     /// Removes the logs of a deleted topic's partitions `0..partitions`.
     pub fn delete_partitions(&self, topic: &str, partitions: i32) {
-        for p in 0..partitions {
+        self.delete_partitions_range(topic, 0..partitions);
+    }
+
+    fn delete_partitions_range(&self, topic: &str, range: std::ops::Range<i32>) {
+        for p in range {
             let tp = TopicPartition::new(topic, p);
             if let Some((state, _)) = self.states.write().remove(&tp) {
                 state.lock().resign();

@@ -1,0 +1,312 @@
+//! The quorum's wire: openraft's three RPCs between voters, carried on the CONTROLLER
+//! listener in Kafka's framing under Skiff-private API keys (design/replication.md §1.4).
+//!
+//! Mental model: a request is a Kafka request frame (size, api key, api version 0,
+//! correlation id, null client id: request header v1) whose body is a JSON [`Envelope`]: the
+//! sender's cluster id, node id and voter list, and the openraft request. The response is a
+//! Kafka response frame (size, correlation id: header v0) whose body is a JSON
+//! `Result<response, refusal>`. The listener's connection loop hands frames with a private key
+//! to [`crate::Quorum::handle_rpc`] instead of the Kafka decoder; a broker listener refuses
+//! them. Each openraft replication stream ([`Net`]) owns one connection, used one call at a
+//! time (openraft drives it that way), reconnected after a failure.
+//!
+//! Refusals: a request from another cluster or with another voter list is refused, never
+//! served; a refused voter list is fatal on both sides (the quorum reports it and the node
+//! stops with a message naming both lists), since two nodes that disagree on the voters could
+//! each elect a leader.
+//!
+//! JSON, not Kafka's KRaft RPCs: openraft's messages are not Kafka's (design note §1.4); Kafka
+//! tools never speak them; metadata entries are small.
+
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::impls::BasicNode;
+use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
+use openraft::storage::Snapshot;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::types::{Epoch, NodeId, SkiffRaft, Vote};
+
+/// Skiff-private API keys (outside Kafka's range, never advertised by ApiVersions); 32258 is
+/// kept for snapshots (not sent yet).
+pub const RAFT_APPEND_KEY: i16 = 32_256;
+pub const RAFT_VOTE_KEY: i16 = 32_257;
+pub const RAFT_SNAPSHOT_KEY: i16 = 32_258;
+
+/// Whether `key` is one of the quorum's private API keys.
+pub fn is_raft_key(key: i16) -> bool {
+    (RAFT_APPEND_KEY..=RAFT_SNAPSHOT_KEY).contains(&key)
+}
+
+/// The largest response frame a voter accepts.
+const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+pub(crate) type SkiffSnapshot =
+    Snapshot<openraft::vote::leader_id_std::CommittedLeaderId<Epoch>, NodeId, BasicNode, Vec<u8>>;
+
+/// Who sends a request: checked by the receiver before anything is served.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sender {
+    pub cluster_id: String,
+    pub node_id: i32,
+    /// `controller.quorum.voters` in id order (`QuorumSettings::voter_string`'s form).
+    pub voters: String,
+}
+
+/// A request body.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Envelope<T> {
+    pub from: Sender,
+    pub rpc: T,
+}
+
+/// Why a receiver refused a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Refusal {
+    /// Another cluster's node.
+    InconsistentClusterId { ours: String, theirs: String },
+    /// The voter lists disagree (fatal on both sides).
+    VotersMismatch { ours: String, theirs: String },
+    /// openraft refused (e.g. the node is shutting down).
+    Raft(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::InconsistentClusterId { ours, theirs } => write!(
+                f,
+                "INCONSISTENT_CLUSTER_ID: the voter belongs to cluster {ours}, the sender to {theirs}"
+            ),
+            Refusal::VotersMismatch { ours, theirs } => write!(
+                f,
+                "controller.quorum.voters disagree between voters: {ours} here, {theirs} on the sender; give every node the same list"
+            ),
+            Refusal::Raft(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Encodes a request frame.
+pub fn encode_request(key: i16, correlation_id: i32, body: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(14 + body.len());
+    let size = i32::try_from(10 + body.len()).unwrap_or(i32::MAX);
+    b.put_i32(size);
+    b.put_i16(key);
+    b.put_i16(0);
+    b.put_i32(correlation_id);
+    b.put_i16(-1); // null client id
+    b.put_slice(body);
+    b.freeze()
+}
+
+/// Splits a request frame (without its size prefix) into (key, correlation id, body).
+pub fn decode_request(mut frame: Bytes) -> Option<(i16, i32, Bytes)> {
+    if frame.len() < 10 {
+        return None;
+    }
+    let key = frame.get_i16();
+    let _version = frame.get_i16();
+    let correlation_id = frame.get_i32();
+    let client_id_len = frame.get_i16();
+    if client_id_len > 0 {
+        let n = usize::try_from(client_id_len).ok()?;
+        if frame.len() < n {
+            return None;
+        }
+        frame.advance(n);
+    }
+    Some((key, correlation_id, frame))
+}
+
+/// Encodes a response frame (size, correlation id, body).
+pub fn encode_response(correlation_id: i32, body: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(8 + body.len());
+    b.put_i32(i32::try_from(4 + body.len()).unwrap_or(i32::MAX));
+    b.put_i32(correlation_id);
+    b.put_slice(body);
+    b.freeze()
+}
+
+/// How a call failed, as openraft wants to hear it.
+#[derive(Debug)]
+enum Fail {
+    /// Not connected: back off before retrying.
+    Unreachable(String),
+    /// Failed mid-call: retry.
+    Network(String),
+    /// The receiver refused.
+    Refused(Refusal),
+}
+
+impl Fail {
+    fn into_rpc<E: std::error::Error>(self) -> RPCError<SkiffRaft, E> {
+        match self {
+            Fail::Unreachable(m) => RPCError::Unreachable(Unreachable::from_string(m)),
+            Fail::Network(m) => RPCError::Network(NetworkError::from_string(m)),
+            Fail::Refused(r) => RPCError::Unreachable(Unreachable::from_string(r.to_string())),
+        }
+    }
+}
+
+/// Makes the connections to the other voters.
+#[derive(Clone)]
+pub struct Network {
+    pub(crate) me: Sender,
+    /// Called with a fatal refusal (a voter list mismatch).
+    pub(crate) fatal: std::sync::Arc<dyn Fn(String) + Send + Sync>,
+    pub(crate) connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Network").field("me", &self.me).finish()
+    }
+}
+
+impl RaftNetworkFactory<SkiffRaft> for Network {
+    type Network = Net;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Net {
+        Net {
+            target,
+            addr: node.addr.clone(),
+            conn: None,
+            next_correlation: 0,
+            net: self.clone(),
+        }
+    }
+}
+
+/// One replication stream's connection to `target`.
+#[derive(Debug)]
+pub struct Net {
+    target: NodeId,
+    addr: String,
+    conn: Option<TcpStream>,
+    next_correlation: i32,
+    net: Network,
+}
+
+impl Net {
+    async fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &mut self,
+        key: i16,
+        rpc: Req,
+        ttl: Duration,
+    ) -> Result<Resp, Fail> {
+        let body = serde_json::to_vec(&Envelope {
+            from: self.net.me.clone(),
+            rpc,
+        })
+        .map_err(|e| Fail::Network(format!("encode: {e}")))?;
+        let outcome = tokio::time::timeout(ttl, self.exchange(key, &body)).await;
+        let frame = match outcome {
+            Ok(Ok(frame)) => frame,
+            Ok(Err(f)) => {
+                self.conn = None;
+                return Err(f);
+            }
+            Err(_) => {
+                self.conn = None;
+                return Err(Fail::Network(format!(
+                    "no answer from voter {} at {} within {ttl:?}",
+                    self.target, self.addr
+                )));
+            }
+        };
+        let answer: Result<Resp, Refusal> = serde_json::from_slice(&frame)
+            .map_err(|e| Fail::Network(format!("voter {} answered garbage: {e}", self.target)))?;
+        match answer {
+            Ok(r) => Ok(r),
+            Err(refusal) => {
+                if matches!(refusal, Refusal::VotersMismatch { .. }) {
+                    (self.net.fatal)(format!("voter {} refused: {refusal}", self.target));
+                } else {
+                    tracing::warn!(voter = %self.target, %refusal, "voter refused a quorum request");
+                }
+                Err(Fail::Refused(refusal))
+            }
+        }
+    }
+
+    async fn exchange(&mut self, key: i16, body: &[u8]) -> Result<Bytes, Fail> {
+        if self.conn.is_none() {
+            let c = tokio::time::timeout(self.net.connect_timeout, TcpStream::connect(&self.addr))
+                .await
+                .map_err(|_| Fail::Unreachable(format!("connect to {} timed out", self.addr)))?
+                .map_err(|e| Fail::Unreachable(format!("connect to {}: {e}", self.addr)))?;
+            let _ = c.set_nodelay(true);
+            self.conn = Some(c);
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(Fail::Unreachable("not connected".into()));
+        };
+        self.next_correlation = self.next_correlation.wrapping_add(1);
+        let correlation_id = self.next_correlation;
+        let frame = encode_request(key, correlation_id, body);
+        let io = |e: std::io::Error| Fail::Network(format!("{}: {e}", self.addr));
+        conn.write_all(&frame).await.map_err(io)?;
+        let size = conn.read_i32().await.map_err(io)?;
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|s| (4..=MAX_RESPONSE_BYTES).contains(s))
+            .ok_or_else(|| Fail::Network(format!("bad response size {size}")))?;
+        let mut buf = vec![0u8; size];
+        conn.read_exact(&mut buf).await.map_err(io)?;
+        let mut buf = Bytes::from(buf);
+        let got = buf.get_i32();
+        if got != correlation_id {
+            return Err(Fail::Network(format!(
+                "response correlation id {got}, expected {correlation_id}"
+            )));
+        }
+        Ok(buf)
+    }
+}
+
+impl RaftNetworkV2<SkiffRaft> for Net {
+    type SnapshotData = Vec<u8>;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<SkiffRaft>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<SkiffRaft>, RPCError<SkiffRaft>> {
+        self.call(RAFT_APPEND_KEY, rpc, option.hard_ttl())
+            .await
+            .map_err(Fail::into_rpc)
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<SkiffRaft>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<SkiffRaft>, RPCError<SkiffRaft>> {
+        self.call(RAFT_VOTE_KEY, rpc, option.hard_ttl())
+            .await
+            .map_err(Fail::into_rpc)
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        _vote: Vote,
+        _snapshot: SkiffSnapshot,
+        _cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        _option: RPCOption,
+    ) -> Result<SnapshotResponse<SkiffRaft>, StreamingError<SkiffRaft>> {
+        // Never reached: the quorum builds no snapshots and never purges its log (image_sm).
+        Err(StreamingError::Unreachable(Unreachable::from_string(
+            "metadata snapshots are not sent yet",
+        )))
+    }
+}

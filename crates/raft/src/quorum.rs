@@ -1,0 +1,418 @@
+//! The metadata quorum (issue 16 item 1): openraft over [`KafkaLogStore`], the
+//! [`ImageStateMachine`] and the [`Network`], and [`RaftMetadataLog`], the
+//! `skiff_metadata::MetadataLog` the store writes through.
+//!
+//! Mental model: every voter runs one [`Quorum`]. Its log is `__cluster_metadata-0`; its
+//! state machine feeds the metadata image on every voter; the leader of the Raft term is
+//! the active controller (its store may decide), the others answer NOT_CONTROLLER and the
+//! broker forwards to the leader. The static voter set is openraft's membership, written
+//! once by every voter on an empty log (all write the same entry); a restarted voter whose
+//! configured voters differ from its log's membership refuses to start.
+//!
+//! Timers: Kafka's `controller.quorum.election.timeout.ms` is openraft's election timeout
+//! (min; max = twice it) and the leader's heartbeat is an eighth of it, so a follower hears
+//! the leader several times per timeout window.
+//!
+//! Invariants: a proposal is answered only after its entry is committed (fsynced on a
+//! majority: [`KafkaLogStore`] fsyncs before it reports an append flushed) and applied here;
+//! the store decides only once every entry of earlier terms is applied
+//! ([`RaftMetadataLog::ready_to_lead`]).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use openraft::async_runtime::WatchReceiver;
+use openraft::errors::{ClientWriteError, InitializeError, RaftError};
+use openraft::impls::BasicNode;
+use openraft::{Config, Raft, ServerState, SnapshotPolicy};
+use skiff_metadata::{Committed, ImageSink, MetadataError, MetadataLog, QuorumState, Record};
+use skiff_types::Clock;
+use tokio::sync::watch;
+
+use crate::KafkaLogStore;
+use crate::image_sm::ImageStateMachine;
+use crate::network::{
+    Envelope, Network, RAFT_APPEND_KEY, RAFT_VOTE_KEY, Refusal, Sender, decode_request,
+    encode_response,
+};
+use crate::types::{NodeId, Op, SkiffRaft};
+
+/// The Raft node of the metadata quorum.
+pub type MetaRaft = Raft<SkiffRaft, ImageStateMachine>;
+
+/// How a voter runs.
+#[derive(Clone, Debug)]
+pub struct QuorumConfig {
+    pub node_id: i32,
+    pub cluster_id: String,
+    /// (id, host, port) of every voter's CONTROLLER listener.
+    pub voters: Vec<(i32, String, u16)>,
+    /// `controller.quorum.election.timeout.ms`
+    pub election_timeout_ms: u64,
+    /// `__cluster_metadata-0` in the first log dir.
+    pub dir: PathBuf,
+    pub clock: Clock,
+    /// How long a write waits for this node to become a ready leader.
+    pub lead_wait: Duration,
+}
+
+impl QuorumConfig {
+    /// The voters as `id@host:port,...` in id order (what every voter must agree on).
+    pub fn voter_string(&self) -> String {
+        let mut v = self.voters.clone();
+        v.sort();
+        v.iter()
+            .map(|(id, h, p)| format!("{id}@{h}:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// One voter of the metadata quorum (cheap to clone).
+#[derive(Clone)]
+pub struct Quorum {
+    raft: MetaRaft,
+    store: KafkaLogStore,
+    sm: ImageStateMachine,
+    me: Sender,
+    voters: BTreeMap<i32, (String, u16)>,
+    fatal: watch::Sender<Option<String>>,
+}
+
+impl std::fmt::Debug for Quorum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Quorum").field("me", &self.me).finish()
+    }
+}
+
+fn other(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Quorum {
+    /// Opens the log, starts the Raft node and writes the voters' membership on an empty log;
+    /// waits until the state machine has applied everything the log says is committed, so the
+    /// image is the durable one before the broker opens its partitions.
+    pub async fn start(cfg: QuorumConfig, sink: ImageSink) -> io::Result<Quorum> {
+        let store = KafkaLogStore::open(&cfg.dir, cfg.clock.clone())?;
+        let sm = ImageStateMachine::new(sink, store.clone());
+        let election = cfg.election_timeout_ms.max(50);
+        let config = Config {
+            cluster_name: cfg.cluster_id.clone(),
+            election_timeout_min: election,
+            election_timeout_max: election * 2,
+            heartbeat_interval: (election / 8).max(10),
+            snapshot_policy: SnapshotPolicy::Never,
+            ..Config::default()
+        }
+        .validate()
+        .map_err(other)?;
+        let me = Sender {
+            cluster_id: cfg.cluster_id.clone(),
+            node_id: cfg.node_id,
+            voters: cfg.voter_string(),
+        };
+        let (fatal, _) = watch::channel(None);
+        let fatal_tx = fatal.clone();
+        let network = Network {
+            me: me.clone(),
+            fatal: Arc::new(move |m: String| {
+                fatal_tx.send_replace(Some(m));
+            }),
+            connect_timeout: Duration::from_millis(election),
+        };
+        let raft = Raft::new(
+            NodeId(cfg.node_id),
+            Arc::new(config),
+            network,
+            store.clone(),
+            sm.clone(),
+        )
+        .await
+        .map_err(other)?;
+        let members: BTreeMap<NodeId, BasicNode> = cfg
+            .voters
+            .iter()
+            .map(|(id, h, p)| (NodeId(*id), BasicNode::new(format!("{h}:{p}"))))
+            .collect();
+        let stored = raft.metrics().borrow_watched().membership_config.clone();
+        let stored_nodes: BTreeMap<NodeId, BasicNode> = stored
+            .membership()
+            .nodes()
+            .map(|(id, n)| (*id, n.clone()))
+            .collect();
+        if stored_nodes.is_empty() {
+            match raft.initialize(members.clone()).await {
+                Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+                Err(e) => return Err(other(format!("cannot initialize the quorum: {e}"))),
+            }
+        } else if stored_nodes != members {
+            let _ = raft.shutdown().await;
+            let theirs: Vec<String> = stored_nodes
+                .iter()
+                .map(|(id, n)| format!("{id}@{}", n.addr))
+                .collect();
+            return Err(other(format!(
+                "controller.quorum.voters={} differs from the voters this node's metadata log was formed with ({}); a static quorum cannot change its voters: restore the original list",
+                cfg.voter_string(),
+                theirs.join(",")
+            )));
+        }
+        let committed = store.committed_index();
+        if let Some(index) = committed {
+            raft.wait(Some(Duration::from_secs(60)))
+                .applied_index_at_least(Some(index), "the committed metadata is applied")
+                .await
+                .map_err(other)?;
+        }
+        Ok(Quorum {
+            raft,
+            store,
+            sm,
+            me,
+            voters: cfg
+                .voters
+                .iter()
+                .map(|(id, h, p)| (*id, (h.clone(), *p)))
+                .collect(),
+            fatal,
+        })
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.me.node_id
+    }
+
+    /// The current leader (the active controller), if known.
+    pub fn leader(&self) -> Option<i32> {
+        self.raft
+            .metrics()
+            .borrow_watched()
+            .current_leader
+            .map(|n| n.0)
+    }
+
+    /// The current Raft term (KRaft's leader epoch).
+    pub fn epoch(&self) -> i32 {
+        self.raft.metrics().borrow_watched().current_term.0
+    }
+
+    /// A voter's CONTROLLER endpoint.
+    pub fn voter_endpoint(&self, id: i32) -> Option<(String, u16)> {
+        self.voters.get(&id).cloned()
+    }
+
+    pub fn voter_ids(&self) -> Vec<i32> {
+        self.voters.keys().copied().collect()
+    }
+
+    /// The applied end offset of the metadata image, as it moves.
+    pub fn applied(&self) -> watch::Receiver<i64> {
+        self.sm.applied()
+    }
+
+    /// Set (once) when the quorum cannot go on safely (voters disagree): the node must stop.
+    pub fn fatal(&self) -> watch::Receiver<Option<String>> {
+        self.fatal.subscribe()
+    }
+
+    /// `(log start, log end, high watermark)` of the Raft log in Kafka offsets.
+    pub fn offsets(&self) -> (i64, i64, i64) {
+        self.store.offsets()
+    }
+
+    /// The metadata log the store writes through.
+    pub fn metadata_log(&self, lead_wait: Duration) -> RaftMetadataLog {
+        RaftMetadataLog {
+            quorum: self.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            lead_wait,
+        }
+    }
+
+    /// Serves one private-key request frame (its size prefix removed): the response frame.
+    pub async fn handle_rpc(&self, frame: Bytes) -> Option<Bytes> {
+        let (key, correlation_id, body) = decode_request(frame)?;
+        let answer = match key {
+            RAFT_APPEND_KEY => self.serve(&body, |rpc| self.raft.append_entries(rpc)).await,
+            RAFT_VOTE_KEY => self.serve(&body, |rpc| self.raft.vote(rpc)).await,
+            _ => return None,
+        };
+        Some(encode_response(correlation_id, &answer))
+    }
+
+    async fn serve<Req, Resp, E, F, Fut>(&self, body: &[u8], call: F) -> Vec<u8>
+    where
+        Req: serde::de::DeserializeOwned,
+        Resp: serde::Serialize,
+        E: std::fmt::Display,
+        F: FnOnce(Req) -> Fut,
+        Fut: Future<Output = Result<Resp, E>>,
+    {
+        let answer: Result<Resp, Refusal> = match serde_json::from_slice::<Envelope<Req>>(body) {
+            Err(e) => Err(Refusal::Raft(format!("undecodable quorum request: {e}"))),
+            Ok(env) => match self.check(&env.from) {
+                Err(r) => Err(r),
+                Ok(()) => call(env.rpc)
+                    .await
+                    .map_err(|e| Refusal::Raft(e.to_string())),
+            },
+        };
+        serde_json::to_vec(&answer).unwrap_or_else(|e| {
+            format!("{{\"Err\":{{\"Raft\":\"cannot encode the answer: {e}\"}}}}").into_bytes()
+        })
+    }
+
+    fn check(&self, from: &Sender) -> Result<(), Refusal> {
+        if from.cluster_id != self.me.cluster_id {
+            tracing::warn!(node = from.node_id, theirs = %from.cluster_id, ours = %self.me.cluster_id, "refused a quorum request from another cluster");
+            return Err(Refusal::InconsistentClusterId {
+                ours: self.me.cluster_id.clone(),
+                theirs: from.cluster_id.clone(),
+            });
+        }
+        if from.voters != self.me.voters {
+            let r = Refusal::VotersMismatch {
+                ours: self.me.voters.clone(),
+                theirs: from.voters.clone(),
+            };
+            self.fatal.send_replace(Some(format!(
+                "node {} sent a quorum request: {r}",
+                from.node_id
+            )));
+            return Err(r);
+        }
+        Ok(())
+    }
+
+    /// Stops the Raft node and closes the log.
+    pub async fn shutdown(&self) -> io::Result<()> {
+        self.raft.shutdown().await.map_err(other)?;
+        self.store.close()
+    }
+
+    /// Waits (up to `wait`) until this node leads with its term's first entry applied; the
+    /// term. `Err(leader)` when it does not.
+    async fn ready(&self, wait: Duration) -> Result<i32, Option<i32>> {
+        let ready = |m: &openraft::RaftMetrics<SkiffRaft>| {
+            m.state == ServerState::Leader
+                && m.last_applied
+                    .is_some_and(|l| l.leader_id.term == m.current_term)
+        };
+        let me = self.me.node_id;
+        {
+            let m = self.raft.metrics().borrow_watched().clone();
+            if ready(&m) {
+                return Ok(m.current_term.0);
+            }
+            if let Some(l) = m.current_leader
+                && l.0 != me
+            {
+                return Err(Some(l.0));
+            }
+        }
+        match self
+            .raft
+            .wait(Some(wait))
+            .metrics(
+                move |m| ready(m) || m.current_leader.is_some_and(|l| l.0 != me),
+                "leading or led",
+            )
+            .await
+        {
+            Ok(m) if ready(&m) => Ok(m.current_term.0),
+            Ok(m) => Err(m.current_leader.map(|l| l.0)),
+            Err(_) => Err(None),
+        }
+    }
+}
+
+/// [`MetadataLog`] over the quorum (see the module docs): proposals block the calling thread
+/// (a tokio worker is handed off with `block_in_place`) until committed and applied.
+#[derive(Debug)]
+pub struct RaftMetadataLog {
+    quorum: Quorum,
+    runtime: tokio::runtime::Handle,
+    lead_wait: Duration,
+}
+
+impl RaftMetadataLog {
+    fn block<F: Future>(&self, f: F) -> Result<F::Output, MetadataError> {
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::CurrentThread) => Err(MetadataError::Internal(
+                "the metadata quorum cannot be written from a current-thread runtime".into(),
+            )),
+            Ok(_) => Ok(tokio::task::block_in_place(|| self.runtime.block_on(f))),
+            Err(_) => Ok(self.runtime.block_on(f)),
+        }
+    }
+}
+
+impl MetadataLog for RaftMetadataLog {
+    fn propose(&mut self, records: &[Record], _now_ms: i64) -> Result<Committed, MetadataError> {
+        let mut values: Vec<Bytes> = Vec::with_capacity(records.len());
+        for r in records {
+            values.push(r.encode()?);
+        }
+        let n = values.len() as i64;
+        let raft = self.quorum.raft.clone();
+        let written = self.block(async move { raft.client_write(Op(values)).await })?;
+        match written {
+            Ok(resp) => {
+                let base = self
+                    .quorum
+                    .store
+                    .base_offset_of(resp.log_id.index)
+                    .unwrap_or(-1);
+                Ok(Committed {
+                    base_offset: base,
+                    end_offset: base + n,
+                })
+            }
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_))) => {
+                Err(MetadataError::NotController)
+            }
+            Err(e) => Err(MetadataError::Storage(format!(
+                "the metadata quorum failed: {e}"
+            ))),
+        }
+    }
+
+    fn replay(&mut self, _apply: &mut dyn FnMut(Record)) -> Result<i64, MetadataError> {
+        // The state machine replays the log into the image sink.
+        Ok(self.quorum.store.offsets().2)
+    }
+
+    fn close(&mut self, _now_ms: i64) -> Result<(), MetadataError> {
+        let q = self.quorum.clone();
+        self.block(async move { q.shutdown().await })?
+            .map_err(|e| MetadataError::Storage(e.to_string()))
+    }
+
+    fn quorum_state(&self) -> QuorumState {
+        let (_, leo, hw) = self.quorum.store.offsets();
+        QuorumState {
+            leader_epoch: self.quorum.epoch(),
+            high_watermark: hw,
+            log_end_offset: leo,
+        }
+    }
+
+    fn ready_to_lead(&mut self) -> Result<i32, MetadataError> {
+        let q = self.quorum.clone();
+        let wait = self.lead_wait;
+        match self.block(async move { q.ready(wait).await })? {
+            Ok(term) => Ok(term),
+            Err(_) => Err(MetadataError::NotController),
+        }
+    }
+
+    fn applies_through_sink(&self) -> bool {
+        true
+    }
+}

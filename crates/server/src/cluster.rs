@@ -1,0 +1,428 @@
+//! A node of a cluster (issue 16): the shell around the metadata quorum.
+//!
+//! Mental model: with several voters (`ServerSettings::quorum`) the metadata store writes
+//! through the Raft quorum (`skiff_raft::Quorum`) and its image is fed by the quorum's state
+//! machine on every node. Around it run four tasks:
+//! - **the broker lifecycle**: register with the active controller at every start (fresh
+//!   incarnation id, this node's broker listeners), then heartbeat every
+//!   `broker.heartbeat.interval.ms` with the applied metadata offset; NOT_CONTROLLER or a
+//!   lost connection sends the next attempt to whoever leads then, a stale epoch or an
+//!   unknown broker re-registers. Kafka's BrokerRegistration / BrokerHeartbeat over the
+//!   inter-node client (to the leader's CONTROLLER listener), or straight into the store
+//!   when this node leads;
+//! - **the controller timer**: while this node leads, fences brokers whose session expired;
+//! - **the partition reconciler**: whenever the applied image moves, hosts the partitions it
+//!   assigns here and drops those of deleted topics (logs follow the image, never requests);
+//! - a forwarder for admin requests lives in [`forward`] (handlers call it when this node is
+//!   not the active controller).
+//!
+//! Pure parts: none worth a table (the decisions are the controller's); the loops only carry
+//! answers back and forth, each wait bounded.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use skiff_metadata::{ImageSink, MetadataStore};
+use skiff_protocol::{
+    BrokerHeartbeatRequest, BrokerRegistrationRequest,
+    BrokerRegistrationRequestListener as Listener, RequestBody, ResponseBody,
+};
+use skiff_raft::{Quorum, QuorumConfig};
+use skiff_types::ErrorCode;
+use uuid::Uuid;
+
+use crate::broker::Broker;
+use crate::error::ServerError;
+use crate::node_client::{NodeClient, NodeClientConfig, NodeClientError};
+use crate::server::BoundListener;
+use crate::settings::{QuorumSettings, ServerSettings};
+
+/// Opens the quorum over `metadata_dir` and the store writing through it (blocking: called
+/// from `Broker::open` on the blocking pool).
+pub fn open_quorum(
+    settings: &ServerSettings,
+    q: &QuorumSettings,
+    metadata_dir: &Path,
+) -> Result<(MetadataStore, Quorum), ServerError> {
+    let log_dir = metadata_dir.parent().unwrap_or_else(|| Path::new("."));
+    let cluster_id = skiff_metadata::first_log_dir_cluster_id(log_dir, settings.node_id, true)?;
+    let clock = settings.log_manager.clock.clone();
+    let sink = ImageSink::new();
+    let lead_wait = Duration::from_millis(q.election_timeout_ms.saturating_mul(3).max(1000));
+    let cfg = QuorumConfig {
+        node_id: settings.node_id,
+        cluster_id: cluster_id.clone(),
+        voters: q.voters.clone(),
+        election_timeout_ms: q.election_timeout_ms,
+        dir: metadata_dir.to_path_buf(),
+        clock: clock.clone(),
+        lead_wait,
+    };
+    let quorum = tokio::runtime::Handle::current()
+        .block_on(Quorum::start(cfg, sink.clone()))
+        .map_err(|e| ServerError::Quorum(e.to_string()))?;
+    tracing::info!(voters = %q.voter_string(), node = settings.node_id, "metadata quorum started");
+    let store = MetadataStore::open_quorum(
+        Box::new(quorum.metadata_log(lead_wait)),
+        &sink,
+        cluster_id,
+        settings.node_id,
+        clock,
+        i64::try_from(q.session_timeout_ms).unwrap_or(i64::MAX),
+    );
+    Ok((store, quorum))
+}
+
+/// Inter-node clients, one per node address, made on first use.
+#[derive(Debug, Default)]
+pub struct Peers {
+    clients: Mutex<HashMap<String, NodeClient>>,
+    /// Topics being created through the controller in the background.
+    pub creating: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Peers {
+    pub fn client(&self, addr: &str, request_timeout: Duration) -> NodeClient {
+        self.clients
+            .lock()
+            .entry(addr.to_string())
+            .or_insert_with(|| {
+                NodeClient::spawn(
+                    addr,
+                    NodeClientConfig {
+                        client_id: "skiff-node".into(),
+                        connect_timeout: request_timeout,
+                        request_timeout,
+                        ..NodeClientConfig::default()
+                    },
+                )
+            })
+            .clone()
+    }
+}
+
+fn request_timeout(q: &QuorumSettings) -> Duration {
+    Duration::from_millis(q.session_timeout_ms.clamp(1000, 30_000))
+}
+
+/// The active controller's CONTROLLER endpoint (`host:port`), if a leader is known and it
+/// is not this node.
+pub fn controller_addr(broker: &Broker) -> Option<String> {
+    let q = broker.quorum.as_ref()?;
+    let leader = q.leader()?;
+    if leader == q.node_id() {
+        return None;
+    }
+    let (host, port) = q.voter_endpoint(leader)?;
+    Some(format!("{host}:{port}"))
+}
+
+/// Starts the cluster tasks (see the module docs); `listeners` as bound.
+pub fn start(broker: &Arc<Broker>, listeners: &[BoundListener]) {
+    let (Some(quorum), Some(q)) = (broker.quorum.clone(), broker.settings.quorum.clone()) else {
+        return;
+    };
+    let controller_names: Vec<String> = broker
+        .settings
+        .listeners
+        .iter()
+        .filter(|l| l.controller)
+        .map(|l| l.name.clone())
+        .collect();
+    let endpoints: Vec<Listener> = listeners
+        .iter()
+        .filter(|l| !controller_names.contains(&l.name))
+        .map(|l| Listener {
+            name: l.name.clone(),
+            host: l.advertised_host.clone(),
+            port: l.advertised_port,
+            security_protocol: 0,
+            ..Listener::default()
+        })
+        .collect();
+    tokio::spawn(reconcile_loop(Arc::clone(broker), quorum.clone()));
+    tokio::spawn(lifecycle(
+        Arc::clone(broker),
+        quorum.clone(),
+        q.clone(),
+        endpoints,
+    ));
+    tokio::spawn(controller_timer(Arc::clone(broker), quorum, q));
+}
+
+async fn reconcile_loop(broker: Arc<Broker>, quorum: Quorum) {
+    let mut applied = quorum.applied();
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        let b = Arc::clone(&broker);
+        let _ = tokio::task::spawn_blocking(move || {
+            let image = b.image();
+            b.replicas.reconcile(&image, &|t| b.log_config(t));
+        })
+        .await;
+        tokio::select! {
+            r = applied.changed() => if r.is_err() { return },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Registration, then heartbeats (see the module docs).
+async fn lifecycle(
+    broker: Arc<Broker>,
+    quorum: Quorum,
+    q: QuorumSettings,
+    endpoints: Vec<Listener>,
+) {
+    let peers = Peers::default();
+    let interval = Duration::from_millis(q.heartbeat_interval_ms.max(10));
+    let retry = Duration::from_millis((q.heartbeat_interval_ms / 4).clamp(10, 500));
+    let incarnation_id = Uuid::new_v4();
+    let mut shutdown = broker.shutdown_signal();
+    let mut epoch: Option<i64> = None;
+    loop {
+        if broker.is_shutting_down() {
+            return;
+        }
+        let body: RequestBody = match epoch {
+            None => BrokerRegistrationRequest {
+                broker_id: broker.node_id(),
+                cluster_id: broker.cluster_id().to_string(),
+                incarnation_id,
+                listeners: endpoints.clone(),
+                rack: None,
+                ..BrokerRegistrationRequest::default()
+            }
+            .into(),
+            Some(e) => BrokerHeartbeatRequest {
+                broker_id: broker.node_id(),
+                broker_epoch: e,
+                current_metadata_offset: *quorum.applied().borrow(),
+                want_fence: false,
+                want_shut_down: false,
+                ..BrokerHeartbeatRequest::default()
+            }
+            .into(),
+        };
+        let wait = match call_controller(&broker, &peers, &q, body).await {
+            Ok(ResponseBody::BrokerRegistration(r)) => match ErrorCode::from_code(r.error_code) {
+                Some(ErrorCode::None) => {
+                    tracing::info!(
+                        broker_epoch = r.broker_epoch,
+                        "registered with the controller"
+                    );
+                    epoch = Some(r.broker_epoch);
+                    Duration::ZERO
+                }
+                code => {
+                    tracing::warn!(?code, "broker registration refused; retrying");
+                    retry.max(interval / 2)
+                }
+            },
+            Ok(ResponseBody::BrokerHeartbeat(r)) => match ErrorCode::from_code(r.error_code) {
+                Some(ErrorCode::None) => interval,
+                Some(ErrorCode::StaleBrokerEpoch | ErrorCode::BrokerIdNotRegistered) => {
+                    tracing::warn!(code = r.error_code, "heartbeat refused; registering again");
+                    epoch = None;
+                    retry
+                }
+                _ => retry,
+            },
+            Ok(other) => {
+                tracing::warn!(api = ?other.api_key(), "unexpected answer from the controller");
+                retry
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "controller not reachable; retrying");
+                retry
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Why a call to the controller failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("no controller is known yet")]
+    NoController,
+    #[error(transparent)]
+    Client(#[from] NodeClientError),
+}
+
+/// Sends `body` to the active controller: the leader's CONTROLLER listener, or this node's
+/// own handlers (through the store) when it leads.
+async fn call_controller(
+    broker: &Arc<Broker>,
+    peers: &Peers,
+    q: &QuorumSettings,
+    body: RequestBody,
+) -> Result<ResponseBody, ForwardError> {
+    let quorum = broker.quorum.as_ref().ok_or(ForwardError::NoController)?;
+    let leader = quorum.leader().ok_or(ForwardError::NoController)?;
+    if leader == quorum.node_id() {
+        let version = body.api_key().supported_versions().1;
+        return Ok(local_call(broker, version, body).await);
+    }
+    let (host, port) = quorum
+        .voter_endpoint(leader)
+        .ok_or(ForwardError::NoController)?;
+    let client = peers.client(&format!("{host}:{port}"), request_timeout(q));
+    Ok(client.call(body).await?)
+}
+
+/// The listener name of requests a node hands to its own handlers (never forwarded again).
+pub const LOCAL_LISTENER: &str = "SKIFF-LOCAL";
+
+/// A request this node answers itself, as if it had arrived on its controller listener.
+async fn local_call(broker: &Arc<Broker>, version: i16, body: RequestBody) -> ResponseBody {
+    let listener = crate::handlers::ListenerInfo {
+        name: LOCAL_LISTENER.into(),
+        advertised_host: String::new(),
+        advertised_port: 0,
+        controller: true,
+    };
+    let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let reply = {
+        let ctx = crate::handlers::RequestContext {
+            broker,
+            listener: &listener,
+            peer,
+            api_version: version,
+            correlation_id: 0,
+            client_id: None,
+        };
+        crate::handlers::dispatch(&ctx, body)
+    };
+    match reply {
+        crate::handlers::Reply::Now(b) => b,
+        crate::handlers::Reply::Later(f) => f.await,
+        other => {
+            tracing::error!(?other, "a controller RPC gave no answer");
+            ResponseBody::BrokerHeartbeat(skiff_protocol::BrokerHeartbeatResponse {
+                error_code: ErrorCode::UnknownServerError as i16,
+                ..Default::default()
+            })
+        }
+    }
+}
+
+async fn controller_timer(broker: Arc<Broker>, quorum: Quorum, q: QuorumSettings) {
+    let period = Duration::from_millis((q.session_timeout_ms / 8).clamp(50, 1000));
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        if quorum.leader() != Some(quorum.node_id()) {
+            continue;
+        }
+        let b = Arc::clone(&broker);
+        match tokio::task::spawn_blocking(move || b.metadata.fence_expired()).await {
+            Ok(Ok(Some(id))) => tracing::warn!(broker = id, "broker session expired: fenced"),
+            Ok(Ok(None)) | Ok(Err(skiff_metadata::MetadataError::NotController)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "fencing expired brokers failed"),
+            Err(e) => tracing::error!(error = %e, "controller timer task failed"),
+        }
+    }
+}
+
+/// Whether this node may decide metadata now: always on one node; in a cluster, when it
+/// leads the quorum.
+pub fn is_controller(broker: &Broker) -> bool {
+    broker
+        .quorum
+        .as_ref()
+        .is_none_or(|q| q.leader() == Some(q.node_id()))
+}
+
+/// Admin requests a node that is not the active controller forwards to it (Kafka forwards
+/// them too, KIP-590), answered with the controller's response once committed.
+pub fn is_forwarded(key: skiff_protocol::ApiKey) -> bool {
+    use skiff_protocol::ApiKey as K;
+    matches!(
+        key,
+        K::CreateTopics
+            | K::DeleteTopics
+            | K::CreatePartitions
+            | K::AlterConfigs
+            | K::IncrementalAlterConfigs
+            | K::InitProducerId
+    )
+}
+
+/// Forwards `body` (at the client's `version`) to the active controller; `None` when no
+/// other node is known to lead (the caller handles it here, which answers NOT_CONTROLLER if
+/// this node does not lead by then).
+pub fn forward(
+    broker: &Arc<Broker>,
+    version: i16,
+    body: RequestBody,
+) -> Result<crate::handlers::LaterResponse, RequestBody> {
+    let (Some(addr), Some(q)) = (controller_addr(broker), broker.settings.quorum.as_ref()) else {
+        return Err(body);
+    };
+    let client = broker.peers.client(&addr, request_timeout(q));
+    let key = body.api_key();
+    let b = Arc::clone(broker);
+    Ok(Box::pin(async move {
+        match client.call_at(version, body.clone()).await {
+            Ok(r) => r,
+            Err(e) => {
+                // Answered here instead: NOT_CONTROLLER per item unless this node leads by now.
+                tracing::warn!(api = key.name(), %addr, error = %e, "forwarding to the controller failed");
+                local_call(&b, version, body).await
+            }
+        }
+    }))
+}
+
+/// Creates `name` through the active controller in the background (auto-creation on a node
+/// that is not the controller); one request in flight per name.
+pub fn create_topic_on_controller(
+    broker: &Arc<Broker>,
+    name: &str,
+    partitions: i32,
+    configs: std::collections::BTreeMap<String, String>,
+) {
+    if !broker.peers.creating.lock().insert(name.to_string()) {
+        return;
+    }
+    let body: RequestBody = skiff_protocol::CreateTopicsRequest {
+        topics: vec![skiff_protocol::CreatableTopic {
+            name: name.to_string(),
+            num_partitions: partitions,
+            replication_factor: -1,
+            configs: configs
+                .into_iter()
+                .map(|(k, v)| skiff_protocol::CreatableTopicConfig {
+                    name: k,
+                    value: Some(v),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        timeout_ms: 30_000,
+        ..Default::default()
+    }
+    .into();
+    let b = Arc::clone(broker);
+    let name = name.to_string();
+    tokio::spawn(async move {
+        match forward(&b, 7, body) {
+            Ok(f) => {
+                let _ = f.await;
+            }
+            Err(_) => tracing::debug!(topic = %name, "no controller to create the topic on yet"),
+        }
+        b.peers.creating.lock().remove(&name);
+    });
+}

@@ -1,0 +1,190 @@
+//! N combined KRaft nodes as real `skiff serve` processes (issue 16): the one multi-node
+//! harness.
+//!
+//! Mental model: [`Cluster::start`] picks a broker and a controller port per node, writes one
+//! properties file per node (Kafka's KRaft keys: `process.roles=broker,controller`, `node.id`,
+//! `controller.quorum.voters`, a PLAINTEXT and a CONTROLLER listener, short quorum and broker
+//! session timers), formats every node's dir with `skiff format -t <id> -c <file>` and starts
+//! every node through the process harness ([`Broker`], so kill -9 / restart / logs work as for
+//! one node). [`Cluster::wait_brokers`] polls Metadata (with a deadline) until the cluster
+//! shows the wanted brokers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use skiff_protocol::{MetadataRequest, ResponseBody};
+use tempfile::TempDir;
+
+use crate::client::Conn;
+use crate::process::{Broker, free_port, skiff_binary};
+
+/// The cluster id every harness cluster is formatted with.
+pub const CLUSTER_ID: &str = "c2tpZmYtY2x1c3Rlci0xNg";
+
+/// Timers short enough for tests (Kafka's keys).
+pub const TEST_TIMERS: &[(&str, &str)] = &[
+    ("controller.quorum.election.timeout.ms", "500"),
+    ("controller.quorum.fetch.timeout.ms", "1000"),
+    ("broker.heartbeat.interval.ms", "200"),
+    ("broker.session.timeout.ms", "2000"),
+    ("offsets.topic.num.partitions", "6"),
+];
+
+/// A running cluster (nodes in id order: node `i` has `node.id` `i + 1`).
+#[derive(Debug)]
+pub struct Cluster {
+    pub nodes: Vec<Broker>,
+    /// (broker port, controller port) per node.
+    pub ports: Vec<(u16, u16)>,
+    pub configs: Vec<PathBuf>,
+    dir: TempDir,
+}
+
+/// One node's properties (the documented example shape of a cluster node's file).
+pub fn node_properties(
+    node_id: usize,
+    ports: &[(u16, u16)],
+    data: &Path,
+    extra: &[(&str, &str)],
+) -> String {
+    let voters: Vec<String> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, (_, c))| format!("{}@127.0.0.1:{c}", i + 1))
+        .collect();
+    let (port, cport) = ports[node_id - 1];
+    let mut lines = vec![
+        "process.roles=broker,controller".to_string(),
+        format!("node.id={node_id}"),
+        format!("controller.quorum.voters={}", voters.join(",")),
+        format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"),
+        "controller.listener.names=CONTROLLER".to_string(),
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_string(),
+        "inter.broker.listener.name=PLAINTEXT".to_string(),
+        format!("log.dirs={}", data.display()),
+    ];
+    for (k, v) in TEST_TIMERS.iter().chain(extra) {
+        lines.push(format!("{k}={v}"));
+    }
+    lines.join("\n") + "\n"
+}
+
+impl Cluster {
+    /// Formats and starts `n` nodes with [`TEST_TIMERS`] plus `extra` keys.
+    pub fn start(n: usize, extra: &[(&str, &str)]) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("skiff-cluster-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let mut configs = Vec::new();
+        let mut datas = Vec::new();
+        for id in 1..=n {
+            let data = dir.path().join(format!("node-{id}")).join("data");
+            let file = dir.path().join(format!("node-{id}.properties"));
+            std::fs::create_dir_all(dir.path().join(format!("node-{id}")))
+                .unwrap_or_else(|e| panic!("mkdir: {e}"));
+            std::fs::write(&file, node_properties(id, &ports, &data, extra))
+                .unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+            let out = Command::new(skiff_binary())
+                .args(["format", "-t", CLUSTER_ID, "-c"])
+                .arg(&file)
+                .env("RUST_LOG", "warn")
+                .output()
+                .unwrap_or_else(|e| panic!("skiff format: {e}"));
+            assert!(
+                out.status.success(),
+                "skiff format node {id}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            configs.push(file);
+            datas.push(data);
+        }
+        let mut nodes = Vec::new();
+        for (i, data) in datas.iter().enumerate() {
+            let (port, cport) = ports[i];
+            let file = configs[i].display().to_string();
+            nodes.push(
+                Broker::builder()
+                    .log_dirs(&[data])
+                    .serve_args(&["--config", &file])
+                    .set(
+                        "listeners",
+                        &format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"),
+                    )
+                    .start(),
+            );
+        }
+        Cluster {
+            nodes,
+            ports,
+            configs,
+            dir,
+        }
+    }
+
+    /// `127.0.0.1:p1,127.0.0.1:p2,...` (the broker listeners).
+    pub fn bootstrap(&self) -> String {
+        self.ports
+            .iter()
+            .map(|(p, _)| format!("127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn temp_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Metadata v12 (all topics) from node `i` (0-based).
+    pub fn metadata(&self, i: usize) -> skiff_protocol::MetadataResponse {
+        let mut c = Conn::open(self.ports[i].0);
+        match c.call(
+            12,
+            MetadataRequest {
+                topics: None,
+                ..MetadataRequest::default()
+            },
+        ) {
+            ResponseBody::Metadata(m) => m,
+            other => panic!("Metadata answered {other:?}"),
+        }
+    }
+
+    /// Polls node `i`'s Metadata until `ok` holds (deadline `within`); the last answer.
+    pub fn wait_metadata(
+        &self,
+        i: usize,
+        within: Duration,
+        what: &str,
+        ok: impl Fn(&skiff_protocol::MetadataResponse) -> bool,
+    ) -> skiff_protocol::MetadataResponse {
+        let until = skiff_types::Clock::system().now() + within;
+        loop {
+            let m = self.metadata(i);
+            if ok(&m) {
+                return m;
+            }
+            if skiff_types::Clock::system().now() >= until {
+                panic!(
+                    "node {} never showed {what} within {within:?}: {m:?}",
+                    i + 1
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the Metadata of each node in `on` (0-based) lists exactly the broker ids
+    /// `ids` and a controller.
+    pub fn wait_brokers(&self, on: &[usize], ids: &[i32], within: Duration) {
+        for &i in on {
+            self.wait_metadata(i, within, &format!("brokers {ids:?}"), |m| {
+                let mut got: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
+                got.sort_unstable();
+                got == ids && m.controller_id >= 0
+            });
+        }
+    }
+}
