@@ -42,6 +42,9 @@ impl TopicError {
     }
 }
 
+/// A broker as clients see it: (id, host, port, rack).
+pub type ClusterBroker = (i32, String, u16, Option<String>);
+
 /// Shared broker state.
 #[derive(Debug)]
 pub struct Broker {
@@ -334,7 +337,7 @@ impl Broker {
     pub fn cluster_view(
         &self,
         listener: &crate::handlers::ListenerInfo,
-    ) -> (Vec<(i32, String, u16, Option<String>)>, i32) {
+    ) -> (Vec<ClusterBroker>, i32) {
         let Some(quorum) = &self.quorum else {
             let me = (
                 self.node_id(),

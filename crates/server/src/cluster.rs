@@ -140,7 +140,6 @@ pub fn start(broker: &Arc<Broker>, listeners: &[BoundListener]) {
             host: l.advertised_host.clone(),
             port: l.advertised_port,
             security_protocol: 0,
-            ..Listener::default()
         })
         .collect();
     tokio::spawn(reconcile_loop(Arc::clone(broker), quorum.clone()));
@@ -361,6 +360,7 @@ pub fn is_forwarded(key: skiff_protocol::ApiKey) -> bool {
 /// Forwards `body` (at the client's `version`) to the active controller; `None` when no
 /// other node is known to lead (the caller handles it here, which answers NOT_CONTROLLER if
 /// this node does not lead by then).
+#[allow(clippy::result_large_err)] // the request goes back to the caller unchanged
 pub fn forward(
     broker: &Arc<Broker>,
     version: i16,
@@ -405,7 +405,6 @@ pub fn create_topic_on_controller(
                 .map(|(k, v)| skiff_protocol::CreatableTopicConfig {
                     name: k,
                     value: Some(v),
-                    ..Default::default()
                 })
                 .collect(),
             ..Default::default()

@@ -49,7 +49,9 @@ fn leaders(m: &MetadataResponse, topic: &str) -> Vec<(i32, i32)> {
 }
 
 /// The cluster-wide part of Metadata: topics with partitions, leaders, replicas (sorted).
-fn image_view(m: &MetadataResponse) -> Vec<(String, Vec<(i32, i32, Vec<i32>)>)> {
+type TopicView = (String, Vec<(i32, i32, Vec<i32>)>);
+
+fn image_view(m: &MetadataResponse) -> Vec<TopicView> {
     let mut v: Vec<_> = m
         .topics
         .iter()
@@ -328,8 +330,11 @@ fn e2e_skiff_dev_three_nodes_ready_line_produce_consume_and_ctrl_c() {
     assert_eq!(t.error_code, 0, "{:?}", t.error_message);
     let until = Instant::now() + Duration::from_secs(15);
     let spread = loop {
-        let ResponseBody::Metadata(m) = Conn::open(port).call(12, MetadataRequest::default())
-        else {
+        let all = MetadataRequest {
+            topics: None,
+            ..MetadataRequest::default()
+        };
+        let ResponseBody::Metadata(m) = Conn::open(port).call(12, all) else {
             panic!("not a Metadata response")
         };
         let l = leaders(&m, "dev");
