@@ -285,7 +285,11 @@ impl Probe for FetchResponsePartitionData {
 #[test]
 fn supported_api_versions_lists_the_table() {
     let list = supported_api_versions();
-    assert_eq!(list.len(), 37);
+    assert_eq!(list.len(), 39);
+    for key in [62, 63] {
+        // BrokerRegistration, BrokerHeartbeat: the cluster's controller RPCs.
+        assert!(list.iter().any(|a| a.api_key == key), "api key {key} listed");
+    }
     let fetch = list.iter().find(|a| a.api_key == 1).unwrap();
     assert_eq!((fetch.min_version, fetch.max_version), (4, 17));
     let produce = list.iter().find(|a| a.api_key == 0).unwrap();

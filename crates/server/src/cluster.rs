@@ -61,10 +61,11 @@ pub fn open_quorum(
         clock: clock.clone(),
         lead_wait,
     };
+    let voters = cfg.voter_string();
     let quorum = tokio::runtime::Handle::current()
         .block_on(Quorum::start(cfg, sink.clone()))
         .map_err(|e| ServerError::Quorum(e.to_string()))?;
-    tracing::info!(voters = %q.voter_string(), node = settings.node_id, "metadata quorum started");
+    tracing::info!(%voters, node = settings.node_id, "metadata quorum started");
     let store = MetadataStore::open_quorum(
         Box::new(quorum.metadata_log(lead_wait)),
         &sink,

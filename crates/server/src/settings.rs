@@ -56,27 +56,10 @@ pub struct QuorumSettings {
     pub voters: Vec<(i32, String, u16)>,
     /// `controller.quorum.election.timeout.ms`
     pub election_timeout_ms: u64,
-    /// `controller.quorum.fetch.timeout.ms`
-    pub fetch_timeout_ms: u64,
     /// `broker.heartbeat.interval.ms`
     pub heartbeat_interval_ms: u64,
     /// `broker.session.timeout.ms`
     pub session_timeout_ms: u64,
-    /// `inter.broker.listener.name` (else the first non-controller listener): the endpoint a
-    /// node's broker is reached at by other nodes.
-    pub inter_broker_listener: Option<String>,
-}
-
-impl QuorumSettings {
-    /// The voters as `id@host:port,...`, in id order: what every voter must agree on.
-    pub fn voter_string(&self) -> String {
-        let mut v = self.voters.clone();
-        v.sort();
-        v.iter()
-            .map(|(id, h, p)| format!("{id}@{h}:{p}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
 }
 
 /// Broker settings the server acts on (Kafka key names in the field docs).

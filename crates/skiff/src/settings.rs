@@ -42,10 +42,8 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
                 .map(|v| (v.id, v.host.clone(), v.port))
                 .collect(),
             election_timeout_ms: ms("controller.quorum.election.timeout.ms", 1000),
-            fetch_timeout_ms: ms("controller.quorum.fetch.timeout.ms", 2000),
             heartbeat_interval_ms: ms("broker.heartbeat.interval.ms", 2000),
             session_timeout_ms: ms("broker.session.timeout.ms", 9000),
-            inter_broker_listener: cfg.value("inter.broker.listener.name"),
         }
     });
     s.listeners = cfg
