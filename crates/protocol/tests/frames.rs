@@ -288,7 +288,10 @@ fn supported_api_versions_lists_the_table() {
     assert_eq!(list.len(), 39);
     for key in [62, 63] {
         // BrokerRegistration, BrokerHeartbeat: the cluster's controller RPCs.
-        assert!(list.iter().any(|a| a.api_key == key), "api key {key} listed");
+        assert!(
+            list.iter().any(|a| a.api_key == key),
+            "api key {key} listed"
+        );
     }
     let fetch = list.iter().find(|a| a.api_key == 1).unwrap();
     assert_eq!((fetch.min_version, fetch.max_version), (4, 17));

@@ -11,9 +11,11 @@
 //! time (openraft drives it that way), reconnected after a failure.
 //!
 //! Refusals: a request from another cluster or with another voter list is refused, never
-//! served; a refused voter list is fatal on both sides (the quorum reports it and the node
-//! stops with a message naming both lists), since two nodes that disagree on the voters could
-//! each elect a leader.
+//! served; a refused voter list stops a node that has not yet joined a working quorum, on
+//! either side (the quorum reports it and the node stops with a message naming both lists),
+//! since two nodes that disagree on the voters could each elect a leader; a node that is
+//! already part of a working quorum refuses and logs it, so one misconfigured node cannot
+//! stop a healthy quorum (`quorum::MismatchReport`).
 //!
 //! JSON, not Kafka's KRaft RPCs: openraft's messages are not Kafka's (design note §1.4); Kafka
 //! tools never speak them; metadata entries are small.
@@ -74,7 +76,7 @@ pub struct Envelope<T> {
 pub enum Refusal {
     /// Another cluster's node.
     InconsistentClusterId { ours: String, theirs: String },
-    /// The voter lists disagree (fatal on both sides).
+    /// The voter lists disagree (fatal on a side that has not joined a working quorum).
     VotersMismatch { ours: String, theirs: String },
     /// openraft refused (e.g. the node is shutting down).
     Raft(String),
@@ -162,8 +164,9 @@ impl Fail {
 #[derive(Clone)]
 pub struct Network {
     pub(crate) me: Sender,
-    /// Called with a fatal refusal (a voter list mismatch).
-    pub(crate) fatal: std::sync::Arc<dyn Fn(String) + Send + Sync>,
+    /// Told of every peer that answered with matching voters, and of voter-list refusals
+    /// (fatal until a majority has agreed with this node).
+    pub(crate) report: crate::quorum::MismatchReport,
     pub(crate) connect_timeout: Duration,
 }
 
@@ -227,10 +230,15 @@ impl Net {
         let answer: Result<Resp, Refusal> = serde_json::from_slice(&frame)
             .map_err(|e| Fail::Network(format!("voter {} answered garbage: {e}", self.target)))?;
         match answer {
-            Ok(r) => Ok(r),
+            Ok(r) => {
+                self.net.report.agreed(self.target.0);
+                Ok(r)
+            }
             Err(refusal) => {
                 if matches!(refusal, Refusal::VotersMismatch { .. }) {
-                    (self.net.fatal)(format!("voter {} refused: {refusal}", self.target));
+                    self.net
+                        .report
+                        .report(format!("voter {} refused: {refusal}", self.target));
                 } else {
                     tracing::warn!(voter = %self.target, %refusal, "voter refused a quorum request");
                 }

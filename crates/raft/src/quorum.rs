@@ -18,7 +18,7 @@
 //! the store decides only once every entry of earlier terms is applied
 //! ([`RaftMetadataLog::ready_to_lead`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::io;
 use std::path::PathBuf;
@@ -30,6 +30,7 @@ use openraft::async_runtime::WatchReceiver;
 use openraft::errors::{ClientWriteError, InitializeError, RaftError};
 use openraft::impls::BasicNode;
 use openraft::{Config, Raft, ServerState, SnapshotPolicy};
+use parking_lot::Mutex;
 use skiff_metadata::{Committed, ImageSink, MetadataError, MetadataLog, QuorumState, Record};
 use skiff_types::Clock;
 use tokio::sync::watch;
@@ -81,7 +82,50 @@ pub struct Quorum {
     sm: ImageStateMachine,
     me: Sender,
     voters: BTreeMap<i32, (String, u16)>,
+    fatal: MismatchReport,
+}
+
+/// Where a voter-list mismatch goes. Until this node has exchanged quorum RPCs with enough
+/// peers that agree on the voters to form a majority with it (in this process: a restart
+/// starts over), a mismatch is fatal: the node stops with a message naming both lists, since
+/// it may be the misconfigured one and must not help elect a second leader. Once a majority
+/// agrees with it, a mismatch is refused and logged at ERROR but does not stop it: one
+/// misconfigured node that starts (or restarts) later must not take a working quorum down
+/// with it; that node stops itself.
+#[derive(Clone)]
+pub(crate) struct MismatchReport {
     fatal: watch::Sender<Option<String>>,
+    agreed: Arc<Mutex<BTreeSet<i32>>>,
+    /// Voters needed for a majority, this node included.
+    majority: usize,
+}
+
+impl MismatchReport {
+    fn new(voters: usize) -> MismatchReport {
+        MismatchReport {
+            fatal: watch::channel(None).0,
+            agreed: Arc::new(Mutex::new(BTreeSet::new())),
+            majority: voters / 2 + 1,
+        }
+    }
+
+    /// A peer exchanged an RPC with matching cluster id and voters.
+    pub(crate) fn agreed(&self, peer: i32) {
+        self.agreed.lock().insert(peer);
+    }
+
+    /// Whether a majority (this node and the peers that agreed) shares this node's voters.
+    pub(crate) fn joined(&self) -> bool {
+        self.agreed.lock().len() + 1 >= self.majority
+    }
+
+    pub(crate) fn report(&self, message: String) {
+        if self.joined() {
+            tracing::error!(%message, "refused a quorum peer whose voter list differs (this node stays: a majority of the voters agrees with it; fix the other node's controller.quorum.voters)");
+        } else {
+            self.fatal.send_replace(Some(message));
+        }
+    }
 }
 
 impl std::fmt::Debug for Quorum {
@@ -117,13 +161,10 @@ impl Quorum {
             node_id: cfg.node_id,
             voters: cfg.voter_string(),
         };
-        let (fatal, _) = watch::channel(None);
-        let fatal_tx = fatal.clone();
+        let fatal = MismatchReport::new(cfg.voters.len());
         let network = Network {
             me: me.clone(),
-            fatal: Arc::new(move |m: String| {
-                fatal_tx.send_replace(Some(m));
-            }),
+            report: fatal.clone(),
             connect_timeout: Duration::from_millis(election),
         };
         let raft = Raft::new(
@@ -140,7 +181,22 @@ impl Quorum {
             .iter()
             .map(|(id, h, p)| (NodeId(*id), BasicNode::new(format!("{h}:{p}"))))
             .collect();
-        let stored = raft.metrics().borrow_watched().membership_config.clone();
+        // A log that holds entries holds the membership written first; the metrics show it
+        // once the core has loaded the log, which may be after `Raft::new` returns.
+        let (log_start, log_end, _) = store.offsets();
+        let stored = if log_end > log_start {
+            raft.wait(Some(Duration::from_secs(30)))
+                .metrics(
+                    |m| m.membership_config.log_id().is_some(),
+                    "the stored membership is loaded",
+                )
+                .await
+                .map_err(other)?
+                .membership_config
+                .clone()
+        } else {
+            raft.metrics().borrow_watched().membership_config.clone()
+        };
         let stored_nodes: BTreeMap<NodeId, BasicNode> = stored
             .membership()
             .nodes()
@@ -218,7 +274,13 @@ impl Quorum {
 
     /// Set (once) when the quorum cannot go on safely (voters disagree): the node must stop.
     pub fn fatal(&self) -> watch::Receiver<Option<String>> {
-        self.fatal.subscribe()
+        self.fatal.fatal.subscribe()
+    }
+
+    /// Whether a majority of the voters has agreed with this node's voter list since it
+    /// started (see [`MismatchReport`]).
+    pub fn joined(&self) -> bool {
+        self.fatal.joined()
     }
 
     /// `(log start, log end, high watermark)` of the Raft log in Kafka offsets.
@@ -281,11 +343,12 @@ impl Quorum {
                 ours: self.me.voters.clone(),
                 theirs: from.voters.clone(),
             };
-            self.fatal.send_replace(Some(format!(
-                "node {} sent a quorum request: {r}",
-                from.node_id
-            )));
+            self.fatal
+                .report(format!("node {} sent a quorum request: {r}", from.node_id));
             return Err(r);
+        }
+        if from.node_id != self.me.node_id {
+            self.fatal.agreed(from.node_id);
         }
         Ok(())
     }
@@ -414,5 +477,37 @@ impl MetadataLog for RaftMetadataLog {
 
     fn applies_through_sink(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MismatchReport;
+
+    #[test]
+    fn a_mismatch_is_fatal_until_a_majority_agrees() {
+        // (voters, peers that agreed before the mismatch, fatal?)
+        let table: &[(usize, &[i32], bool)] = &[
+            (1, &[], false), // a single voter is its own majority
+            (3, &[], true),
+            (3, &[2], false),
+            (3, &[2, 2], false),
+            (5, &[2], true),
+            (5, &[2, 3], false),
+        ];
+        for (voters, agreed, fatal) in table {
+            let r = MismatchReport::new(*voters);
+            let rx = r.fatal.subscribe();
+            for p in *agreed {
+                r.agreed(*p);
+            }
+            r.report("voters differ".into());
+            assert_eq!(
+                rx.borrow().is_some(),
+                *fatal,
+                "{voters} voters, agreed {agreed:?}"
+            );
+            assert_eq!(r.joined(), !*fatal);
+        }
     }
 }

@@ -172,7 +172,8 @@ impl Broker {
         }
         let cluster_id = metadata.cluster_id();
         tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
-        let groups = GroupCoordinator::new(settings.groups.clone(), &metadata.image());
+        let groups =
+            GroupCoordinator::new(settings.groups.clone(), &metadata.image(), quorum.is_some());
         let clock = settings.log_manager.clock.clone();
         Ok(Arc::new_cyclic(|me| Broker {
             me: me.clone(),

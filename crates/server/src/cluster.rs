@@ -161,6 +161,7 @@ async fn reconcile_loop(broker: Arc<Broker>, quorum: Quorum) {
         let _ = tokio::task::spawn_blocking(move || {
             let image = b.image();
             b.replicas.reconcile(&image, &|t| b.log_config(t));
+            b.groups.reconcile(&b, &image);
         })
         .await;
         tokio::select! {

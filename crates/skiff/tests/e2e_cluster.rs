@@ -69,6 +69,44 @@ fn image_view(m: &MetadataResponse) -> Vec<TopicView> {
     v
 }
 
+/// One batch of a metadata log: (base offset, last offset, leader epoch, control?, records).
+type LogBatch = (i64, i64, i32, bool, Vec<u8>);
+
+/// The batches of `<data>/__cluster_metadata-0`, segment by segment (a torn or unwritten tail
+/// ends the walk). Record timestamps are written relative to the batch, so the records'
+/// bytes of one entry are the same on every voter.
+fn metadata_log(data: &std::path::Path) -> Vec<LogBatch> {
+    let dir = data.join("__cluster_metadata-0");
+    let mut segments: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    segments.sort();
+    let mut out = Vec::new();
+    for seg in segments {
+        let bytes = std::fs::read(&seg).unwrap();
+        let mut at = 0;
+        while let Ok(Some(size)) = skiff_record::peek_batch_size(&bytes[at..]) {
+            let Some(slice) = bytes.get(at..at + size) else {
+                break;
+            };
+            let Ok(b) = skiff_record::BatchView::new(slice) else {
+                break;
+            };
+            out.push((
+                b.base_offset(),
+                b.last_offset(),
+                b.partition_leader_epoch(),
+                b.is_control(),
+                b.records_bytes().to_vec(),
+            ));
+            at += size;
+        }
+    }
+    out
+}
+
 /// Creates `name` through node `via` (0-based), retrying NOT_CONTROLLER-class answers until
 /// `within`; the time it took. A retry that finds the topic created (TOPIC_ALREADY_EXISTS
 /// after a failed attempt: its answer was lost in the failover, as with Kafka) succeeded.
@@ -241,6 +279,35 @@ fn e2e_three_nodes_spread_fail_over_and_fence() {
     let views: Vec<_> = (0..3).map(|i| image_view(&c.metadata(i))).collect();
     assert_eq!(views[0], views[1], "images agree");
     assert_eq!(views[1], views[2], "images agree");
+
+    // The metadata logs themselves: once the cluster is quiet, every voter's
+    // `__cluster_metadata-0` holds the same batches at the same offsets.
+    let t = Instant::now();
+    let until = Instant::now() + Duration::from_secs(15);
+    let logs = loop {
+        let logs: Vec<_> = (1..=3)
+            .map(|id| metadata_log(&c.temp_dir().join(format!("node-{id}")).join("data")))
+            .collect();
+        if logs[0] == logs[1] && logs[1] == logs[2] {
+            break logs;
+        }
+        assert!(
+            Instant::now() < until,
+            "the voters' metadata logs differ: {:?}",
+            logs.iter().map(|l| l.len()).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let data_batches = logs[0].iter().filter(|b| !b.3).count();
+    assert!(
+        data_batches >= 4,
+        "the log holds the topics and registrations: {data_batches} data batches"
+    );
+    eprintln!(
+        "phase metadata logs equal ({} batches, {data_batches} with records): {:?}",
+        logs[0].len(),
+        t.elapsed()
+    );
     for n in &mut c.nodes {
         assert!(n.sigterm().success());
     }

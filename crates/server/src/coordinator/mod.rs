@@ -18,6 +18,9 @@
 //! blocking pool (calls meanwhile answer COORDINATOR_LOAD_IN_PROGRESS); if an append fails,
 //! the shard's memory is ahead of its log, so the slot answers NOT_COORDINATOR to everything
 //! it owed, drops the shard and replays the partition again.
+//! Ownership (issue 16): on one node every slot is this node's. In a cluster a slot is loaded
+//! only while this node leads its partition (`reconcile`, after every metadata change) and
+//! answers NOT_COORDINATOR otherwise, so a client follows FindCoordinator to the leader.
 //! Shutdown: the driver answers every parked request NOT_COORDINATOR so connections drain;
 //! calls made after the shutdown signal are refused the same way.
 //!
@@ -89,6 +92,8 @@ const NO_DEADLINE: i64 = i64::MAX;
 const LOAD_RETRY_MS: u64 = 1000;
 
 enum Phase {
+    /// In a cluster, this node does not lead the slot's partition: NOT_COORDINATOR.
+    NotOwned,
     Loading,
     Ready(Box<GroupCoordinatorShard>),
 }
@@ -134,8 +139,10 @@ impl std::fmt::Debug for GroupCoordinator {
 impl GroupCoordinator {
     /// A coordinator for the topic as `image` has it: if `__consumer_offsets` exists, its
     /// partition count wins and every slot starts loading ([`GroupCoordinator::start`] loads
-    /// them); otherwise every slot starts with an empty shard.
-    pub fn new(settings: GroupSettings, image: &MetadataImage) -> Self {
+    /// them); otherwise every slot starts with an empty shard. In a cluster (`clustered`)
+    /// every slot starts not owned: [`GroupCoordinator::reconcile`] loads the slots whose
+    /// partition this node leads, as Kafka's coordinator loads on election.
+    pub fn new(settings: GroupSettings, image: &MetadataImage, clustered: bool) -> Self {
         let existing = image.topic(OFFSETS_TOPIC).map(|t| t.partitions);
         let partitions = existing.unwrap_or(settings.offsets_topic_partitions).max(1);
         if let Some(n) = existing
@@ -159,7 +166,9 @@ impl GroupCoordinator {
             .map(|p| Slot {
                 partition: p,
                 state: Mutex::new(SlotState {
-                    phase: if existing.is_some() {
+                    phase: if clustered {
+                        Phase::NotOwned
+                    } else if existing.is_some() {
                         Phase::Loading
                     } else {
                         Phase::Ready(Box::new(c.new_shard(p, 0)))
@@ -245,8 +254,10 @@ impl GroupCoordinator {
             if broker.is_shutting_down() {
                 return Err(ErrorCode::NotCoordinator);
             }
-            let Phase::Ready(shard) = &mut st.phase else {
-                return Err(ErrorCode::CoordinatorLoadInProgress);
+            let shard = match &mut st.phase {
+                Phase::Ready(shard) => shard,
+                Phase::Loading => return Err(ErrorCode::CoordinatorLoadInProgress),
+                Phase::NotOwned => return Err(ErrorCode::NotCoordinator),
             };
             refresh_metadata_view(shard, &mut st.image, broker);
             let ctx = RequestContext {
@@ -286,14 +297,17 @@ impl GroupCoordinator {
     ) -> Result<T, ErrorCode> {
         let mut guard = slot.state.lock();
         let st = &mut *guard;
-        let Phase::Ready(shard) = &mut st.phase else {
-            return Err(ErrorCode::CoordinatorLoadInProgress);
+        let shard = match &mut st.phase {
+            Phase::Ready(shard) => shard,
+            Phase::Loading => return Err(ErrorCode::CoordinatorLoadInProgress),
+            Phase::NotOwned => return Err(ErrorCode::NotCoordinator),
         };
         refresh_metadata_view(shard, &mut st.image, broker);
         Ok(f(shard))
     }
 
-    /// Runs `f` on every loaded shard; the flag says whether some shard is still loading.
+    /// Runs `f` on every loaded shard; the flag says whether some shard is still loading
+    /// (slots this node does not own are skipped).
     pub fn read_all<T>(
         &self,
         broker: &Arc<Broker>,
@@ -304,6 +318,7 @@ impl GroupCoordinator {
         for slot in &self.slots {
             match self.read_slot(broker, slot, &mut f) {
                 Ok(t) => out.push(t),
+                Err(ErrorCode::NotCoordinator) => {}
                 Err(_) => loading = true,
             }
         }
@@ -402,6 +417,43 @@ impl GroupCoordinator {
         }
     }
 
+    /// In a cluster, after every metadata change: loads the slots whose `__consumer_offsets`
+    /// partition this node now leads and unloads (NOT_COORDINATOR to what they owed) the
+    /// ones it no longer leads. A stale load is dropped by its generation.
+    pub fn reconcile(&self, broker: &Arc<Broker>, image: &MetadataImage) {
+        let me = broker.node_id();
+        for slot in &self.slots {
+            let owned = image
+                .partition(OFFSETS_TOPIC, slot.partition)
+                .is_some_and(|p| p.leader == me);
+            let mut guard = slot.state.lock();
+            let st = &mut *guard;
+            match (&st.phase, owned) {
+                (Phase::NotOwned, true) => {
+                    st.phase = Phase::Loading;
+                    st.load_generation += 1;
+                    tracing::info!(
+                        partition = slot.partition,
+                        "leading {OFFSETS_TOPIC}: loading its groups"
+                    );
+                    spawn_load(broker, slot.partition, st.load_generation, 0);
+                }
+                (Phase::Loading | Phase::Ready(_), false) => {
+                    fail_pending(st, ErrorCode::NotCoordinator);
+                    st.phase = Phase::NotOwned;
+                    st.image = None;
+                    st.load_generation += 1;
+                    slot.deadline.store(NO_DEADLINE, Ordering::Release);
+                    tracing::info!(
+                        partition = slot.partition,
+                        "no longer leading {OFFSETS_TOPIC}: groups unloaded"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Answers every parked request with `code` (shutdown).
     fn fail_all_pending(&self, code: ErrorCode) {
         for slot in &self.slots {
@@ -419,6 +471,12 @@ impl GroupCoordinator {
         let Some(slot) = self.slot(partition) else {
             return Ok(());
         };
+        {
+            let st = slot.state.lock();
+            if !matches!(st.phase, Phase::Loading) || st.load_generation != generation {
+                return Ok(()); // unloaded (or reloaded) meanwhile
+            }
+        }
         let mut shard = self.new_shard(partition, broker.now_ms());
         let started = broker.clock.now();
         let applied = offsets_log::replay(broker, partition, &mut shard)?;

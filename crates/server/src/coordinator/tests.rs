@@ -27,7 +27,7 @@ fn an_existing_offsets_topic_keeps_its_partition_count_and_loads() {
         offsets_topic_partitions: 50,
         ..GroupSettings::default()
     };
-    let c = GroupCoordinator::new(settings.clone(), &image_with_offsets_topic(7));
+    let c = GroupCoordinator::new(settings.clone(), &image_with_offsets_topic(7), false);
     assert_eq!(
         c.partitions(),
         7,
@@ -44,7 +44,7 @@ fn an_existing_offsets_topic_keeps_its_partition_count_and_loads() {
         skiff_group::partition_for("group", 7)
     );
 
-    let fresh = GroupCoordinator::new(settings, &MetadataImage::default());
+    let fresh = GroupCoordinator::new(settings, &MetadataImage::default(), false);
     assert_eq!(fresh.partitions(), 50);
     assert!(
         fresh
@@ -58,7 +58,7 @@ fn an_existing_offsets_topic_keeps_its_partition_count_and_loads() {
 
 #[test]
 fn failing_pending_requests_answers_each_once() {
-    let c = GroupCoordinator::new(GroupSettings::default(), &MetadataImage::default());
+    let c = GroupCoordinator::new(GroupSettings::default(), &MetadataImage::default(), false);
     let (tx, mut rx) = oneshot::channel();
     c.slots[3].state.lock().pending.insert(RequestToken(1), tx);
     c.fail_all_pending(ErrorCode::NotCoordinator);
