@@ -6,10 +6,10 @@
 //! Mental model: a configuration without `process.roles` is Skiff's single node, exactly as
 //! before (it formats its own log dir). With `process.roles` it is a KRaft node: [`check`]
 //! applies Kafka's rules for the role set, then [`check_supported`] refuses what Skiff cannot
-//! run yet instead of running it unsafely: every node is combined (`broker,controller`) and a
-//! voter of the static quorum `controller.quorum.voters` (one voter: the local metadata log
-//! *is* that quorum; several: the Raft quorum of issue 16). A broker-only or controller-only
-//! node, or a dynamic quorum, would otherwise start without the quorum it was configured for.
+//! run yet instead of running it unsafely: a dynamic quorum (KIP-853). Every role set runs
+//! against the static quorum `controller.quorum.voters`: a combined single voter keeps its
+//! local metadata log (it *is* that quorum); otherwise voters run the Raft quorum of issue 16
+//! and a broker-only node observes it.
 //!
 //! Invariants: pure (no I/O); [`Kraft`] exists only for a configuration that passed [`check`];
 //! listener names are upper-cased as Kafka normalises them.
@@ -284,16 +284,11 @@ pub fn check(input: &Input<'_>) -> Result<Option<Kraft>, ConfigError> {
 /// Refuses a valid KRaft configuration Skiff cannot run safely yet (see the module docs):
 /// only a combined node that is the quorum's single voter starts.
 pub fn check_supported(kraft: &Kraft) -> Result<(), ConfigError> {
-    const NOT_YET: &str = "a node that is not both broker and controller is not implemented by Skiff yet, and starting it would leave the cluster without the role it was configured for";
-    const FIX: &str = "run combined nodes instead: process.roles=broker,controller on every node, each one a voter of controller.quorum.voters";
+    const FIX: &str = "list the controllers in controller.quorum.voters (a static quorum) on every node, as process.roles=broker,controller, broker or controller";
     if kraft.voters.is_empty() {
         return Err(err(format!(
             "controller.quorum.bootstrap.servers without controller.quorum.voters asks for a dynamic quorum (KIP-853), which is not implemented by Skiff yet; {FIX}"
         )));
-    }
-    if !(kraft.broker && kraft.controller) {
-        let role = if kraft.broker { "broker" } else { "controller" };
-        return Err(err(format!("process.roles={role}: {NOT_YET}; {FIX}")));
     }
     Ok(())
 }

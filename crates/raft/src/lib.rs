@@ -6,12 +6,16 @@
 //! it) and [`MemStateMachine`] (a minimal state machine the tests read); the quorum itself:
 //! [`ImageStateMachine`] (committed entries into the metadata image), [`network`] (openraft's
 //! RPCs on the CONTROLLER listener under private API keys) and [`Quorum`] /
-//! [`RaftMetadataLog`] (the `skiff_metadata::MetadataLog` over Raft).
+//! [`RaftMetadataLog`] (the `skiff_metadata::MetadataLog` over Raft); [`Observer`] (a
+//! broker-only node following the committed log from the voters) and [`Member`] (voter or
+//! observer, as the broker shell sees it).
 
 pub mod codec;
 pub mod image_sm;
 pub mod log_store;
+pub mod member;
 pub mod network;
+pub mod observer;
 pub mod quorum;
 pub mod state_files;
 pub mod state_machine;
@@ -19,7 +23,9 @@ pub mod types;
 
 pub use image_sm::ImageStateMachine;
 pub use log_store::KafkaLogStore;
+pub use member::Member;
 pub use network::is_raft_key;
+pub use observer::{Observer, ObserverConfig, ObserverMetadataLog};
 pub use quorum::{Quorum, QuorumConfig, RaftMetadataLog};
 pub use state_machine::MemStateMachine;
 pub use types::{Epoch, NodeId, Op, SkiffRaft};

@@ -371,7 +371,7 @@ impl KafkaLogStore {
         g.log.close(now).map_err(storage_err)
     }
 
-    fn read_range<RB: RangeBounds<u64>>(&self, range: &RB) -> io::Result<Vec<Entry>> {
+    pub(crate) fn read_range<RB: RangeBounds<u64>>(&self, range: &RB) -> io::Result<Vec<Entry>> {
         let from = match range.start_bound() {
             Bound::Included(&s) => s,
             Bound::Excluded(&s) => s.saturating_add(1),

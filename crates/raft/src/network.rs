@@ -39,14 +39,16 @@ use tokio::net::TcpStream;
 use crate::types::{Epoch, NodeId, SkiffRaft, Vote};
 
 /// Skiff-private API keys (outside Kafka's range, never advertised by ApiVersions); 32258 is
-/// kept for snapshots (not sent yet).
+/// kept for snapshots (not sent yet); 32259 is a broker-only node's metadata fetch
+/// ([`crate::observer`]).
 pub const RAFT_APPEND_KEY: i16 = 32_256;
 pub const RAFT_VOTE_KEY: i16 = 32_257;
 pub const RAFT_SNAPSHOT_KEY: i16 = 32_258;
+pub const RAFT_OBSERVE_KEY: i16 = 32_259;
 
 /// Whether `key` is one of the quorum's private API keys.
 pub fn is_raft_key(key: i16) -> bool {
-    (RAFT_APPEND_KEY..=RAFT_SNAPSHOT_KEY).contains(&key)
+    (RAFT_APPEND_KEY..=RAFT_OBSERVE_KEY).contains(&key)
 }
 
 /// The largest response frame a voter accepts.
@@ -260,26 +262,38 @@ impl Net {
             return Err(Fail::Unreachable("not connected".into()));
         };
         self.next_correlation = self.next_correlation.wrapping_add(1);
-        let correlation_id = self.next_correlation;
-        let frame = encode_request(key, correlation_id, body);
-        let io = |e: std::io::Error| Fail::Network(format!("{}: {e}", self.addr));
-        conn.write_all(&frame).await.map_err(io)?;
-        let size = conn.read_i32().await.map_err(io)?;
-        let size = usize::try_from(size)
-            .ok()
-            .filter(|s| (4..=MAX_RESPONSE_BYTES).contains(s))
-            .ok_or_else(|| Fail::Network(format!("bad response size {size}")))?;
-        let mut buf = vec![0u8; size];
-        conn.read_exact(&mut buf).await.map_err(io)?;
-        let mut buf = Bytes::from(buf);
-        let got = buf.get_i32();
-        if got != correlation_id {
-            return Err(Fail::Network(format!(
-                "response correlation id {got}, expected {correlation_id}"
-            )));
-        }
-        Ok(buf)
+        round_trip(conn, key, self.next_correlation, body)
+            .await
+            .map_err(|e| Fail::Network(format!("{}: {e}", self.addr)))
     }
+}
+
+/// Sends one request frame on `conn` and reads its response (the body after the
+/// correlation id, which is checked).
+pub(crate) async fn round_trip(
+    conn: &mut TcpStream,
+    key: i16,
+    correlation_id: i32,
+    body: &[u8],
+) -> Result<Bytes, String> {
+    let frame = encode_request(key, correlation_id, body);
+    let io = |e: std::io::Error| e.to_string();
+    conn.write_all(&frame).await.map_err(io)?;
+    let size = conn.read_i32().await.map_err(io)?;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|s| (4..=MAX_RESPONSE_BYTES).contains(s))
+        .ok_or_else(|| format!("bad response size {size}"))?;
+    let mut buf = vec![0u8; size];
+    conn.read_exact(&mut buf).await.map_err(io)?;
+    let mut buf = Bytes::from(buf);
+    let got = buf.get_i32();
+    if got != correlation_id {
+        return Err(format!(
+            "response correlation id {got}, expected {correlation_id}"
+        ));
+    }
+    Ok(buf)
 }
 
 impl RaftNetworkV2<SkiffRaft> for Net {

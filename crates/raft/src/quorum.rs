@@ -38,9 +38,10 @@ use tokio::sync::watch;
 use crate::KafkaLogStore;
 use crate::image_sm::ImageStateMachine;
 use crate::network::{
-    Envelope, Network, RAFT_APPEND_KEY, RAFT_VOTE_KEY, Refusal, Sender, decode_request,
-    encode_response,
+    Envelope, Network, RAFT_APPEND_KEY, RAFT_OBSERVE_KEY, RAFT_VOTE_KEY, Refusal, Sender,
+    decode_request, encode_response,
 };
+use crate::observer::{OBSERVE_MAX_ENTRIES, ObserveAnswer, ObserveRequest, ObservedEntry};
 use crate::types::{NodeId, Op, SkiffRaft};
 
 /// The Raft node of the metadata quorum.
@@ -303,9 +304,82 @@ impl Quorum {
         let answer = match key {
             RAFT_APPEND_KEY => self.serve(&body, |rpc| self.raft.append_entries(rpc)).await,
             RAFT_VOTE_KEY => self.serve(&body, |rpc| self.raft.vote(rpc)).await,
+            RAFT_OBSERVE_KEY => self.serve_observer(&body).await,
             _ => return None,
         };
         Some(encode_response(correlation_id, &answer))
+    }
+
+    /// A broker-only node's metadata fetch ([`crate::observer`]): the applied (so committed)
+    /// entries from its next index on, after waiting up to its `max_wait_ms` (at most 5 s)
+    /// for one when there is none yet.
+    async fn serve_observer(&self, body: &[u8]) -> Vec<u8> {
+        let answer: Result<ObserveAnswer, Refusal> =
+            match serde_json::from_slice::<Envelope<ObserveRequest>>(body) {
+                Err(e) => Err(Refusal::Raft(format!("undecodable observer request: {e}"))),
+                Ok(env) => match self.check_sender(&env.from) {
+                    Err(r) => Err(r),
+                    Ok(()) => self.observe(env.rpc).await,
+                },
+            };
+        serde_json::to_vec(&answer).unwrap_or_else(|e| {
+            format!("{{\"Err\":{{\"Raft\":\"cannot encode the answer: {e}\"}}}}").into_bytes()
+        })
+    }
+
+    async fn observe(&self, req: ObserveRequest) -> Result<ObserveAnswer, Refusal> {
+        let next = req.next_index;
+        let has_next = move |m: &openraft::RaftMetrics<SkiffRaft>| {
+            m.last_applied.is_some_and(|l| l.index >= next)
+        };
+        if req.max_wait_ms > 0 && !has_next(&self.raft.metrics().borrow_watched()) {
+            let wait = Duration::from_millis(req.max_wait_ms.min(5000));
+            let _ = self
+                .raft
+                .wait(Some(wait))
+                .metrics(has_next, "an entry for an observer")
+                .await;
+        }
+        let (leader, epoch, applied) = {
+            let m = self.raft.metrics().borrow_watched().clone();
+            (
+                m.current_leader.map(|l| l.0),
+                m.current_term.0,
+                m.last_applied.map(|l| l.index),
+            )
+        };
+        let mut answer = ObserveAnswer {
+            leader,
+            epoch,
+            applied_index: applied,
+            entries: Vec::new(),
+        };
+        let Some(last) = applied.filter(|a| *a >= next) else {
+            return Ok(answer);
+        };
+        let to =
+            last.min(next.saturating_add(req.max_entries.clamp(1, OBSERVE_MAX_ENTRIES) as u64 - 1));
+        let store = self.store.clone();
+        let entries = tokio::task::spawn_blocking(move || store.read_range(&(next..=to)))
+            .await
+            .map_err(|e| Refusal::Raft(e.to_string()))?
+            .map_err(|e| Refusal::Raft(format!("reading the metadata log: {e}")))?;
+        for e in entries {
+            let index = e.log_id.index;
+            let Some(base_offset) = self.store.base_offset_of(index) else {
+                break;
+            };
+            let records = match e.payload {
+                openraft::EntryPayload::Normal(op) => Some(op.0),
+                _ => None,
+            };
+            answer.entries.push(ObservedEntry {
+                index,
+                base_offset,
+                records,
+            });
+        }
+        Ok(answer)
     }
 
     async fn serve<Req, Resp, E, F, Fut>(&self, body: &[u8], call: F) -> Vec<u8>
@@ -330,7 +404,18 @@ impl Quorum {
         })
     }
 
+    /// A voter's request: the sender checked, and counted as agreeing.
     fn check(&self, from: &Sender) -> Result<(), Refusal> {
+        self.check_sender(from)?;
+        if from.node_id != self.me.node_id {
+            self.fatal.agreed(from.node_id);
+        }
+        Ok(())
+    }
+
+    /// Same cluster id and the same voter list, or a refusal (a voter-list mismatch is also
+    /// reported: see [`MismatchReport`]).
+    fn check_sender(&self, from: &Sender) -> Result<(), Refusal> {
         if from.cluster_id != self.me.cluster_id {
             tracing::warn!(node = from.node_id, theirs = %from.cluster_id, ours = %self.me.cluster_id, "refused a quorum request from another cluster");
             return Err(Refusal::InconsistentClusterId {
@@ -346,9 +431,6 @@ impl Quorum {
             self.fatal
                 .report(format!("node {} sent a quorum request: {r}", from.node_id));
             return Err(r);
-        }
-        if from.node_id != self.me.node_id {
-            self.fatal.agreed(from.node_id);
         }
         Ok(())
     }

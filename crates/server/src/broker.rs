@@ -53,8 +53,9 @@ pub struct Broker {
     /// The only owner of partition logs and their replication state (issue 13).
     pub replicas: Arc<ReplicaManager>,
     pub metadata: MetadataStore,
-    /// issue 16: the Raft metadata quorum this node is a voter of (`None`: a local log).
-    pub quorum: Option<skiff_raft::Quorum>,
+    /// issue 16: this node's part in the Raft metadata quorum, voter or observer (`None`: a
+    /// local metadata log).
+    pub quorum: Option<skiff_raft::Member>,
     /// issue 16: inter-node clients (forwarding, registration).
     pub peers: crate::cluster::Peers,
     me: std::sync::Weak<Broker>,
@@ -109,9 +110,13 @@ impl Broker {
                 })?;
                 (store, None)
             }
-            Some(q) => {
+            Some(q) if q.voter => {
                 let (store, quorum) = crate::cluster::open_quorum(&settings, q, &metadata_dir)?;
-                (store, Some(quorum))
+                (store, Some(skiff_raft::Member::Voter(quorum)))
+            }
+            Some(q) => {
+                let (store, observer) = crate::cluster::open_observer(&settings, q, &metadata_dir)?;
+                (store, Some(skiff_raft::Member::Observer(observer)))
             }
         };
         // Every log dir carries the first one's cluster id (Kafka's storage format); a dir of

@@ -30,7 +30,7 @@ use skiff_protocol::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest,
     BrokerRegistrationRequestListener as Listener, RequestBody, ResponseBody,
 };
-use skiff_raft::{Quorum, QuorumConfig};
+use skiff_raft::{Member, Observer, ObserverConfig, Quorum, QuorumConfig};
 use skiff_types::ErrorCode;
 use uuid::Uuid;
 
@@ -75,6 +75,51 @@ pub fn open_quorum(
         i64::try_from(q.session_timeout_ms).unwrap_or(i64::MAX),
     );
     Ok((store, quorum))
+}
+
+/// A broker-only node: follows the voters' committed log as an observer (blocking until it
+/// has caught up, as a KRaft broker does before it registers) and a store that never decides.
+pub fn open_observer(
+    settings: &ServerSettings,
+    q: &QuorumSettings,
+    metadata_dir: &Path,
+) -> Result<(MetadataStore, Observer), ServerError> {
+    let log_dir = metadata_dir.parent().unwrap_or_else(|| Path::new("."));
+    let cluster_id = skiff_metadata::first_log_dir_cluster_id(log_dir, settings.node_id, true)?;
+    let sink = ImageSink::new();
+    let mut voters = q.voters.clone();
+    voters.sort();
+    let voter_string = voters
+        .iter()
+        .map(|(id, h, p)| format!("{id}@{h}:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let observer = Observer::start(
+        ObserverConfig {
+            node_id: settings.node_id,
+            cluster_id: cluster_id.clone(),
+            voters,
+            voter_string: voter_string.clone(),
+            request_timeout: request_timeout(q),
+        },
+        sink.clone(),
+    );
+    let wait = Duration::from_millis(q.session_timeout_ms.saturating_mul(10).max(60_000));
+    tracing::info!(voters = %voter_string, "broker-only node: fetching the metadata log from the voters");
+    if let Err(e) = tokio::runtime::Handle::current().block_on(observer.caught_up(wait)) {
+        observer.shutdown();
+        return Err(ServerError::Quorum(e));
+    }
+    tracing::info!(applied = sink.applied_end(), "metadata caught up");
+    let store = MetadataStore::open_quorum(
+        Box::new(observer.metadata_log()),
+        &sink,
+        cluster_id,
+        settings.node_id,
+        settings.log_manager.clock.clone(),
+        i64::try_from(q.session_timeout_ms).unwrap_or(i64::MAX),
+    );
+    Ok((store, observer))
 }
 
 /// Inter-node clients, one per node address, made on first use.
@@ -144,16 +189,20 @@ pub fn start(broker: &Arc<Broker>, listeners: &[BoundListener]) {
         })
         .collect();
     tokio::spawn(reconcile_loop(Arc::clone(broker), quorum.clone()));
-    tokio::spawn(lifecycle(
-        Arc::clone(broker),
-        quorum.clone(),
-        q.clone(),
-        endpoints,
-    ));
-    tokio::spawn(controller_timer(Arc::clone(broker), quorum, q));
+    if q.broker {
+        tokio::spawn(lifecycle(
+            Arc::clone(broker),
+            quorum.clone(),
+            q.clone(),
+            endpoints,
+        ));
+    }
+    if let Member::Voter(voter) = quorum {
+        tokio::spawn(controller_timer(Arc::clone(broker), voter, q));
+    }
 }
 
-async fn reconcile_loop(broker: Arc<Broker>, quorum: Quorum) {
+async fn reconcile_loop(broker: Arc<Broker>, quorum: Member) {
     let mut applied = quorum.applied();
     let mut shutdown = broker.shutdown_signal();
     loop {
@@ -174,7 +223,7 @@ async fn reconcile_loop(broker: Arc<Broker>, quorum: Quorum) {
 /// Registration, then heartbeats (see the module docs).
 async fn lifecycle(
     broker: Arc<Broker>,
-    quorum: Quorum,
+    quorum: Member,
     q: QuorumSettings,
     endpoints: Vec<Listener>,
 ) {

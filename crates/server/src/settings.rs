@@ -49,7 +49,7 @@ impl ListenerSettings {
     }
 }
 
-/// The static Raft quorum this node is a voter of (Kafka's KRaft keys).
+/// The static Raft quorum this node is a voter or an observer of (Kafka's KRaft keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuorumSettings {
     /// `controller.quorum.voters`: (node id, host, port) of every voter's CONTROLLER listener.
@@ -60,6 +60,10 @@ pub struct QuorumSettings {
     pub heartbeat_interval_ms: u64,
     /// `broker.session.timeout.ms`
     pub session_timeout_ms: u64,
+    /// `process.roles` has `broker`: the node registers, heartbeats and hosts partitions.
+    pub broker: bool,
+    /// `process.roles` has `controller`: a voter; otherwise an observer of the voters.
+    pub voter: bool,
 }
 
 /// Broker settings the server acts on (Kafka key names in the field docs).

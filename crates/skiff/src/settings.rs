@@ -29,23 +29,30 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
         let name = k.controller_listener_names.first()?;
         Some((name.clone(), voter.host.clone(), voter.port))
     });
-    s.quorum = cfg.kraft().filter(|k| k.voters.len() > 1).map(|k| {
-        let ms = |key: &str, fallback: u64| {
-            cfg.get_i64(key)
-                .and_then(|v| u64::try_from(v).ok())
-                .unwrap_or(fallback)
-        };
-        skiff_server::settings::QuorumSettings {
-            voters: k
-                .voters
-                .iter()
-                .map(|v| (v.id, v.host.clone(), v.port))
-                .collect(),
-            election_timeout_ms: ms("controller.quorum.election.timeout.ms", 1000),
-            heartbeat_interval_ms: ms("broker.heartbeat.interval.ms", 2000),
-            session_timeout_ms: ms("broker.session.timeout.ms", 9000),
-        }
-    });
+    // Several voters, or a node that is not both broker and controller, needs the Raft quorum
+    // (a broker-only node observes it); one combined voter keeps its local metadata log.
+    s.quorum = cfg
+        .kraft()
+        .filter(|k| k.voters.len() > 1 || !(k.broker && k.controller))
+        .map(|k| {
+            let ms = |key: &str, fallback: u64| {
+                cfg.get_i64(key)
+                    .and_then(|v| u64::try_from(v).ok())
+                    .unwrap_or(fallback)
+            };
+            skiff_server::settings::QuorumSettings {
+                voters: k
+                    .voters
+                    .iter()
+                    .map(|v| (v.id, v.host.clone(), v.port))
+                    .collect(),
+                election_timeout_ms: ms("controller.quorum.election.timeout.ms", 1000),
+                heartbeat_interval_ms: ms("broker.heartbeat.interval.ms", 2000),
+                session_timeout_ms: ms("broker.session.timeout.ms", 9000),
+                broker: k.broker,
+                voter: k.controller,
+            }
+        });
     s.listeners = cfg
         .listeners()
         .iter()

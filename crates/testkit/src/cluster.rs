@@ -41,9 +41,26 @@ pub struct Cluster {
     dir: TempDir,
 }
 
-/// One node's properties (the documented example shape of a cluster node's file).
+/// One combined node's properties (the documented example shape of a cluster node's file).
 pub fn node_properties(
     node_id: usize,
+    ports: &[(u16, u16)],
+    data: &Path,
+    extra: &[(&str, &str)],
+) -> String {
+    let roles = vec![COMBINED; ports.len()];
+    node_properties_roles(node_id, &roles, ports, data, extra)
+}
+
+/// `process.roles` of a combined node.
+pub const COMBINED: &str = "broker,controller";
+
+/// One node's properties when node `i + 1` has `roles[i]` (`broker,controller`, `broker` or
+/// `controller`): the voters are the nodes with the controller role; a broker-only node has
+/// only its PLAINTEXT listener, a controller-only node only its CONTROLLER listener.
+pub fn node_properties_roles(
+    node_id: usize,
+    roles: &[&str],
     ports: &[(u16, u16)],
     data: &Path,
     extra: &[(&str, &str)],
@@ -51,33 +68,55 @@ pub fn node_properties(
     let voters: Vec<String> = ports
         .iter()
         .enumerate()
+        .filter(|(i, _)| roles[*i].contains("controller"))
         .map(|(i, (_, c))| format!("{}@127.0.0.1:{c}", i + 1))
         .collect();
     let (port, cport) = ports[node_id - 1];
+    let role = roles[node_id - 1];
+    let listeners = listeners_of(role, port, cport);
     let mut lines = vec![
-        "process.roles=broker,controller".to_string(),
+        format!("process.roles={role}"),
         format!("node.id={node_id}"),
         format!("controller.quorum.voters={}", voters.join(",")),
-        format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"),
+        format!("listeners={listeners}"),
         "controller.listener.names=CONTROLLER".to_string(),
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_string(),
-        "inter.broker.listener.name=PLAINTEXT".to_string(),
-        format!("log.dirs={}", data.display()),
     ];
+    if role.contains("broker") {
+        lines.push("inter.broker.listener.name=PLAINTEXT".to_string());
+    }
+    lines.push(format!("log.dirs={}", data.display()));
     for (k, v) in TEST_TIMERS.iter().chain(extra) {
         lines.push(format!("{k}={v}"));
     }
     lines.join("\n") + "\n"
 }
 
+/// The `listeners` value of a node with `role`.
+fn listeners_of(role: &str, port: u16, cport: u16) -> String {
+    match (role.contains("broker"), role.contains("controller")) {
+        (true, false) => format!("PLAINTEXT://127.0.0.1:{port}"),
+        (false, true) => format!("CONTROLLER://127.0.0.1:{cport}"),
+        _ => format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"),
+    }
+}
+
 impl Cluster {
-    /// Formats and starts `n` nodes with [`TEST_TIMERS`] plus `extra` keys.
+    /// Formats and starts `n` combined nodes with [`TEST_TIMERS`] plus `extra` keys.
     pub fn start(n: usize, extra: &[(&str, &str)]) -> Cluster {
+        Cluster::start_roles(&vec![COMBINED; n], extra)
+    }
+
+    /// Formats and starts one node per entry of `roles` (node `i + 1` has `roles[i]`). A
+    /// controller-only node's "broker port" in [`Cluster::ports`] is its CONTROLLER port (it
+    /// answers Metadata there).
+    pub fn start_roles(roles: &[&str], extra: &[(&str, &str)]) -> Cluster {
+        let n = roles.len();
         let dir = tempfile::Builder::new()
             .prefix("skiff-cluster-")
             .tempdir()
             .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
-        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let mut ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
         let mut configs = Vec::new();
         let mut datas = Vec::new();
         for id in 1..=n {
@@ -85,8 +124,11 @@ impl Cluster {
             let file = dir.path().join(format!("node-{id}.properties"));
             std::fs::create_dir_all(dir.path().join(format!("node-{id}")))
                 .unwrap_or_else(|e| panic!("mkdir: {e}"));
-            std::fs::write(&file, node_properties(id, &ports, &data, extra))
-                .unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+            std::fs::write(
+                &file,
+                node_properties_roles(id, roles, &ports, &data, extra),
+            )
+            .unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
             let out = Command::new(skiff_binary())
                 .args(["format", "-t", CLUSTER_ID, "-c"])
                 .arg(&file)
@@ -101,23 +143,29 @@ impl Cluster {
             configs.push(file);
             datas.push(data);
         }
-        let mut nodes = Vec::new();
-        for (i, data) in datas.iter().enumerate() {
+        // Voters first (each prints its ready line before a leader is elected); a
+        // broker-only node's start waits until the voters serve it the metadata log.
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|i| !roles[*i].contains("controller"));
+        let mut nodes: Vec<Option<Broker>> = (0..n).map(|_| None).collect();
+        for i in order {
             let (port, cport) = ports[i];
             let file = configs[i].display().to_string();
-            nodes.push(
+            nodes[i] = Some(
                 Broker::builder()
-                    .log_dirs(&[data])
+                    .log_dirs(&[&datas[i]])
                     .serve_args(&["--config", &file])
-                    .set(
-                        "listeners",
-                        &format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}"),
-                    )
+                    .set("listeners", &listeners_of(roles[i], port, cport))
                     .start(),
             );
         }
+        for (i, role) in roles.iter().enumerate() {
+            if !role.contains("broker") {
+                ports[i].0 = ports[i].1;
+            }
+        }
         Cluster {
-            nodes,
+            nodes: nodes.into_iter().flatten().collect(),
             ports,
             configs,
             dir,

@@ -443,13 +443,17 @@ impl Broker {
         });
         self.child = Some(child);
         let line = self.next_ready_line(&rx, "listener");
-        let port = line
-            .strip_prefix("skiff ready listener=PLAINTEXT bind=127.0.0.1:")
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|p| p.parse::<u16>().ok())
+        // The first listener's line: PLAINTEXT, or CONTROLLER on a controller-only node.
+        let (name, port) = line
+            .strip_prefix("skiff ready listener=")
+            .and_then(|rest| rest.split_once(" bind=127.0.0.1:"))
+            .and_then(|(name, rest)| {
+                let port = rest.split_whitespace().next()?.parse::<u16>().ok()?;
+                Some((name.to_string(), port))
+            })
             .unwrap_or_else(|| panic!("unexpected ready line: {line:?}"));
         assert!(
-            line.ends_with(&format!("advertised=127.0.0.1:{port}")),
+            name != "PLAINTEXT" || line.ends_with(&format!("advertised=127.0.0.1:{port}")),
             "ready line advertises another address: {line:?}"
         );
         if self.port != 0 {
