@@ -34,7 +34,7 @@ def brokers(p):
     admin = KafkaAdminClient(bootstrap_servers=p["bootstrap"], request_timeout_ms=10000)
     cluster = admin.describe_cluster()
     admin.close()
-    kp_brokers = sorted([b["node_id"], b["host"], b["port"]] for b in cluster["brokers"])
+    kp_brokers = sorted([b["broker_id"], b["host"], b["port"]] for b in cluster["brokers"])
     return {
         "ck": ck_brokers,
         "ck_controller": md.controller_id,
