@@ -316,6 +316,37 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
             ),
         ),
         (
+            "AllocateProducerIds from a registered broker at its epoch",
+            Request::AllocateProducerIdsFor {
+                broker_id: 1,
+                broker_epoch: 7,
+            },
+            Ok(
+                vec![Record::ProducerIds(ProducerIdsRecord {
+                    broker_id: 1,
+                    broker_epoch: 7,
+                    next_producer_id: 6000,
+                })],
+                Response::ProducerIds(5000..6000),
+            ),
+        ),
+        (
+            "AllocateProducerIds at a stale epoch",
+            Request::AllocateProducerIdsFor {
+                broker_id: 1,
+                broker_epoch: 6,
+            },
+            Err(ErrorCode::StaleBrokerEpoch),
+        ),
+        (
+            "AllocateProducerIds from an unregistered broker",
+            Request::AllocateProducerIdsFor {
+                broker_id: 9,
+                broker_epoch: 0,
+            },
+            Err(ErrorCode::StaleBrokerEpoch),
+        ),
+        (
             "producer ids: exhausted",
             Request::AllocateProducerIds {
                 floor: i64::MAX - 10,
@@ -484,7 +515,10 @@ fn handle_then_replay_agrees_with_the_response() {
                 assert_eq!(next.topic(t).unwrap().partitions, *total, "{name}");
                 assert_eq!(next.partitions(t).count() as i32, *total, "{name}");
             }
-            (Request::AllocateProducerIds { .. }, Response::ProducerIds(block)) => {
+            (
+                Request::AllocateProducerIds { .. } | Request::AllocateProducerIdsFor { .. },
+                Response::ProducerIds(block),
+            ) => {
                 assert_eq!(next.next_producer_id_block, block.end, "{name}");
                 // A second allocation on the new image never overlaps the first block.
                 let Ok((_, Response::ProducerIds(again))) =
@@ -516,5 +550,5 @@ fn handle_then_replay_agrees_with_the_response() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 13, "every success case was checked");
+    assert_eq!(checked, 14, "every success case was checked");
 }

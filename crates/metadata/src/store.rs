@@ -478,6 +478,24 @@ impl MetadataStore {
         Ok(id)
     }
 
+    /// AllocateProducerIds for broker `broker_id` at `broker_epoch` (this node must be the
+    /// active controller): the block, `start..end`.
+    pub fn allocate_producer_id_block(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Result<Range<i64>, MetadataError> {
+        let mut w = self.writer.lock();
+        let request = Request::AllocateProducerIdsFor {
+            broker_id,
+            broker_epoch,
+        };
+        match self.submit(&mut w, &request)? {
+            Response::ProducerIds(block) => Ok(block),
+            r => Err(unexpected(r)),
+        }
+    }
+
     /// Flushes and closes the metadata log.
     pub fn close(&self) -> Result<(), MetadataError> {
         self.writer.lock().log.close(self.clock.now_ms())

@@ -58,6 +58,8 @@ pub struct Broker {
     pub quorum: Option<skiff_raft::Member>,
     /// issue 16: inter-node clients (forwarding, registration).
     pub peers: crate::cluster::Peers,
+    /// issue 16: producer id blocks from the active controller (AllocateProducerIds).
+    pub producer_ids: crate::producer_ids::ProducerIdBlocks,
     me: std::sync::Weak<Broker>,
     pub fetch_sessions: Mutex<FetchSessionCache>,
     /// Counters of the fetch-session and sendfile paths (`GET /api/v1/stats`).
@@ -183,6 +185,7 @@ impl Broker {
         Ok(Arc::new_cyclic(|me| Broker {
             me: me.clone(),
             peers: crate::cluster::Peers::default(),
+            producer_ids: crate::producer_ids::ProducerIdBlocks::default(),
             clock,
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
             stats: crate::stats::ServerStats::default(),

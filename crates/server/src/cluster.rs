@@ -257,7 +257,7 @@ async fn lifecycle(
             }
             .into(),
         };
-        let wait = match call_controller(&broker, &peers, &q, body).await {
+        let wait = match call_controller_with(&broker, &peers, &q, body).await {
             Ok(ResponseBody::BrokerRegistration(r)) => match ErrorCode::from_code(r.error_code) {
                 Some(ErrorCode::None) => {
                     tracing::info!(
@@ -265,6 +265,7 @@ async fn lifecycle(
                         "registered with the controller"
                     );
                     epoch = Some(r.broker_epoch);
+                    *broker.producer_ids.registered_epoch.lock() = epoch;
                     Duration::ZERO
                 }
                 code => {
@@ -277,6 +278,7 @@ async fn lifecycle(
                 Some(ErrorCode::StaleBrokerEpoch | ErrorCode::BrokerIdNotRegistered) => {
                     tracing::warn!(code = r.error_code, "heartbeat refused; registering again");
                     epoch = None;
+                    *broker.producer_ids.registered_epoch.lock() = None;
                     retry
                 }
                 _ => retry,
@@ -308,7 +310,19 @@ pub enum ForwardError {
 
 /// Sends `body` to the active controller: the leader's CONTROLLER listener, or this node's
 /// own handlers (through the store) when it leads.
-async fn call_controller(
+pub(crate) async fn call_controller(
+    broker: &Arc<Broker>,
+    body: RequestBody,
+) -> Result<ResponseBody, ForwardError> {
+    let q = broker
+        .settings
+        .quorum
+        .as_ref()
+        .ok_or(ForwardError::NoController)?;
+    call_controller_with(broker, &broker.peers, q, body).await
+}
+
+async fn call_controller_with(
     broker: &Arc<Broker>,
     peers: &Peers,
     q: &QuorumSettings,
@@ -404,7 +418,6 @@ pub fn is_forwarded(key: skiff_protocol::ApiKey) -> bool {
             | K::CreatePartitions
             | K::AlterConfigs
             | K::IncrementalAlterConfigs
-            | K::InitProducerId
     )
 }
 

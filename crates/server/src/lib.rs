@@ -32,6 +32,7 @@ pub mod handlers;
 pub mod listener;
 pub mod live_config;
 pub mod node_client;
+pub mod producer_ids;
 pub mod replica;
 pub mod scrubber;
 pub mod sendfile;

@@ -4,6 +4,8 @@
 //!   one of the voters 1-3, and every broker agrees;
 //! - a topic created through the broker-only node (forwarded to the active controller) has
 //!   its partitions on brokers 1, 2 and 4 only; each takes a produce at its leader;
+//! - InitProducerId through every broker: ids from AllocateProducerIds blocks, none twice;
+//! - InitProducerId through every broker: ids from AllocateProducerIds blocks, none twice;
 //! - kill -9 of the active controller: the broker-only node learns the new one and a
 //!   CreateTopics through it commits within 15 s;
 //! - the broker-only node restarted: it fetches the metadata log from the voters again,
@@ -113,6 +115,25 @@ fn e2e_controller_only_and_broker_only_nodes() {
     }
     eprintln!(
         "phase create via the broker-only node + produce: {:?}",
+        t.elapsed()
+    );
+
+    // Producer ids: every broker hands out its own (a block from the controller through
+    // AllocateProducerIds, or the controller's own); none is issued twice.
+    let t = Instant::now();
+    let mut ids = Vec::new();
+    for i in BROKERS {
+        for _ in 0..3 {
+            ids.push(Conn::open(c.ports[i].0).init_producer_id());
+        }
+    }
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "producer ids: {ids:?}");
+    assert!(ids.iter().all(|id| *id >= 0), "{ids:?}");
+    eprintln!(
+        "phase producer ids from every broker {ids:?}: {:?}",
         t.elapsed()
     );
 

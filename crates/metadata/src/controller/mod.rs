@@ -109,6 +109,13 @@ pub enum Request {
     AllocateProducerIds {
         floor: i64,
     },
+    /// Kafka's AllocateProducerIds from another broker: the next block, for a registered
+    /// broker at its current epoch (else STALE_BROKER_EPOCH, as Kafka's
+    /// `ClusterControlManager.checkBrokerEpoch`).
+    AllocateProducerIdsFor {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
     /// A broker (re-)registers (Kafka's `ClusterControlManager.registerBroker`): see
     /// `brokers.rs` for the rules. `cluster_id` is the broker's.
     RegisterBroker {
@@ -238,6 +245,35 @@ pub fn handle(
             let records = vec![Record::ProducerIds(ProducerIdsRecord {
                 broker_id: ctx.node_id,
                 broker_epoch,
+                next_producer_id: end,
+            })];
+            Ok((records, Response::ProducerIds(start..end)))
+        }
+        Request::AllocateProducerIdsFor {
+            broker_id,
+            broker_epoch,
+        } => {
+            match image.broker(*broker_id) {
+                Some(b) if b.epoch == *broker_epoch => {}
+                Some(b) => {
+                    return Err(MetadataError::StaleBrokerEpoch(format!(
+                        "Expected broker epoch {}, but got broker epoch {broker_epoch}",
+                        b.epoch
+                    )));
+                }
+                None => {
+                    return Err(MetadataError::StaleBrokerEpoch(format!(
+                        "Broker {broker_id} is not registered"
+                    )));
+                }
+            }
+            let start = image.next_producer_id_block.max(0);
+            let end = start
+                .checked_add(PRODUCER_ID_BLOCK_SIZE)
+                .ok_or_else(|| MetadataError::Internal("Exhausted all producerIds.".into()))?;
+            let records = vec![Record::ProducerIds(ProducerIdsRecord {
+                broker_id: *broker_id,
+                broker_epoch: *broker_epoch,
                 next_producer_id: end,
             })];
             Ok((records, Response::ProducerIds(start..end)))

@@ -46,6 +46,7 @@ pub enum ApiKey {
     DescribeProducers = 61,
     BrokerRegistration = 62,
     BrokerHeartbeat = 63,
+    AllocateProducerIds = 67,
     ConsumerGroupHeartbeat = 68,
     ConsumerGroupDescribe = 69,
     ListClientMetricsResources = 74,
@@ -90,6 +91,7 @@ impl ApiKey {
         ApiKey::DescribeProducers,
         ApiKey::BrokerRegistration,
         ApiKey::BrokerHeartbeat,
+        ApiKey::AllocateProducerIds,
         ApiKey::ConsumerGroupHeartbeat,
         ApiKey::ConsumerGroupDescribe,
         ApiKey::ListClientMetricsResources,
@@ -134,6 +136,7 @@ impl ApiKey {
             61 => Some(ApiKey::DescribeProducers),
             62 => Some(ApiKey::BrokerRegistration),
             63 => Some(ApiKey::BrokerHeartbeat),
+            67 => Some(ApiKey::AllocateProducerIds),
             68 => Some(ApiKey::ConsumerGroupHeartbeat),
             69 => Some(ApiKey::ConsumerGroupDescribe),
             74 => Some(ApiKey::ListClientMetricsResources),
@@ -180,6 +183,7 @@ impl ApiKey {
             ApiKey::DescribeProducers => "DescribeProducers",
             ApiKey::BrokerRegistration => "BrokerRegistration",
             ApiKey::BrokerHeartbeat => "BrokerHeartbeat",
+            ApiKey::AllocateProducerIds => "AllocateProducerIds",
             ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
             ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
             ApiKey::ListClientMetricsResources => "ListClientMetricsResources",
@@ -225,6 +229,7 @@ impl ApiKey {
             ApiKey::DescribeProducers => (0, 0),
             ApiKey::BrokerRegistration => (0, 4),
             ApiKey::BrokerHeartbeat => (0, 1),
+            ApiKey::AllocateProducerIds => (0, 0),
             ApiKey::ConsumerGroupHeartbeat => (0, 1),
             ApiKey::ConsumerGroupDescribe => (0, 1),
             ApiKey::ListClientMetricsResources => (0, 1),
@@ -276,6 +281,7 @@ impl ApiKey {
             ApiKey::DescribeProducers => <DescribeProducersRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerHeartbeat => <BrokerHeartbeatRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::AllocateProducerIds => <AllocateProducerIdsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatRequest as Codec>::FLEXIBLE_MIN
             }
@@ -333,6 +339,7 @@ impl ApiKey {
             ApiKey::DescribeProducers => <DescribeProducersResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerHeartbeat => <BrokerHeartbeatResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::AllocateProducerIds => <AllocateProducerIdsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatResponse as Codec>::FLEXIBLE_MIN
             }
@@ -385,6 +392,7 @@ pub enum RequestBody {
     DescribeProducers(DescribeProducersRequest),
     BrokerRegistration(BrokerRegistrationRequest),
     BrokerHeartbeat(BrokerHeartbeatRequest),
+    AllocateProducerIds(AllocateProducerIdsRequest),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest),
     ListClientMetricsResources(ListClientMetricsResourcesRequest),
@@ -430,6 +438,7 @@ impl RequestBody {
             RequestBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             RequestBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
             RequestBody::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            RequestBody::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
             RequestBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             RequestBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
             RequestBody::ListClientMetricsResources(_) => ApiKey::ListClientMetricsResources,
@@ -529,6 +538,9 @@ impl RequestBody {
             ApiKey::BrokerHeartbeat => {
                 RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest::decode(buf, version)?)
             }
+            ApiKey::AllocateProducerIds => {
+                RequestBody::AllocateProducerIds(AllocateProducerIdsRequest::decode(buf, version)?)
+            }
             ApiKey::ConsumerGroupHeartbeat => RequestBody::ConsumerGroupHeartbeat(
                 ConsumerGroupHeartbeatRequest::decode(buf, version)?,
             ),
@@ -586,6 +598,7 @@ impl RequestBody {
             RequestBody::DescribeProducers(b) => b.encode(out, version),
             RequestBody::BrokerRegistration(b) => b.encode(out, version),
             RequestBody::BrokerHeartbeat(b) => b.encode(out, version),
+            RequestBody::AllocateProducerIds(b) => b.encode(out, version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             RequestBody::ConsumerGroupDescribe(b) => b.encode(out, version),
             RequestBody::ListClientMetricsResources(b) => b.encode(out, version),
@@ -631,6 +644,7 @@ impl RequestBody {
             RequestBody::DescribeProducers(b) => b.encoded_size(version),
             RequestBody::BrokerRegistration(b) => b.encoded_size(version),
             RequestBody::BrokerHeartbeat(b) => b.encoded_size(version),
+            RequestBody::AllocateProducerIds(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
             RequestBody::ListClientMetricsResources(b) => b.encoded_size(version),
@@ -814,6 +828,11 @@ impl From<BrokerHeartbeatRequest> for RequestBody {
         RequestBody::BrokerHeartbeat(b)
     }
 }
+impl From<AllocateProducerIdsRequest> for RequestBody {
+    fn from(b: AllocateProducerIdsRequest) -> Self {
+        RequestBody::AllocateProducerIds(b)
+    }
+}
 impl From<ConsumerGroupHeartbeatRequest> for RequestBody {
     fn from(b: ConsumerGroupHeartbeatRequest) -> Self {
         RequestBody::ConsumerGroupHeartbeat(b)
@@ -873,6 +892,7 @@ pub enum ResponseBody {
     DescribeProducers(DescribeProducersResponse),
     BrokerRegistration(BrokerRegistrationResponse),
     BrokerHeartbeat(BrokerHeartbeatResponse),
+    AllocateProducerIds(AllocateProducerIdsResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
     ConsumerGroupDescribe(ConsumerGroupDescribeResponse),
     ListClientMetricsResources(ListClientMetricsResourcesResponse),
@@ -918,6 +938,7 @@ impl ResponseBody {
             ResponseBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             ResponseBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
             ResponseBody::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            ResponseBody::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
             ResponseBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             ResponseBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
             ResponseBody::ListClientMetricsResources(_) => ApiKey::ListClientMetricsResources,
@@ -1021,6 +1042,9 @@ impl ResponseBody {
             ApiKey::BrokerHeartbeat => {
                 ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse::decode(buf, version)?)
             }
+            ApiKey::AllocateProducerIds => ResponseBody::AllocateProducerIds(
+                AllocateProducerIdsResponse::decode(buf, version)?,
+            ),
             ApiKey::ConsumerGroupHeartbeat => ResponseBody::ConsumerGroupHeartbeat(
                 ConsumerGroupHeartbeatResponse::decode(buf, version)?,
             ),
@@ -1078,6 +1102,7 @@ impl ResponseBody {
             ResponseBody::DescribeProducers(b) => b.encode(out, version),
             ResponseBody::BrokerRegistration(b) => b.encode(out, version),
             ResponseBody::BrokerHeartbeat(b) => b.encode(out, version),
+            ResponseBody::AllocateProducerIds(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encode(out, version),
             ResponseBody::ListClientMetricsResources(b) => b.encode(out, version),
@@ -1123,6 +1148,7 @@ impl ResponseBody {
             ResponseBody::DescribeProducers(b) => b.encoded_size(version),
             ResponseBody::BrokerRegistration(b) => b.encoded_size(version),
             ResponseBody::BrokerHeartbeat(b) => b.encoded_size(version),
+            ResponseBody::AllocateProducerIds(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
             ResponseBody::ListClientMetricsResources(b) => b.encoded_size(version),
@@ -1306,6 +1332,11 @@ impl From<BrokerHeartbeatResponse> for ResponseBody {
         ResponseBody::BrokerHeartbeat(b)
     }
 }
+impl From<AllocateProducerIdsResponse> for ResponseBody {
+    fn from(b: AllocateProducerIdsResponse) -> Self {
+        ResponseBody::AllocateProducerIds(b)
+    }
+}
 impl From<ConsumerGroupHeartbeatResponse> for ResponseBody {
     fn from(b: ConsumerGroupHeartbeatResponse) -> Self {
         ResponseBody::ConsumerGroupHeartbeat(b)
@@ -1431,6 +1462,9 @@ impl crate::Request for BrokerRegistrationRequest {
 }
 impl crate::Request for BrokerHeartbeatRequest {
     type Response = BrokerHeartbeatResponse;
+}
+impl crate::Request for AllocateProducerIdsRequest {
+    type Response = AllocateProducerIdsResponse;
 }
 impl crate::Request for ConsumerGroupHeartbeatRequest {
     type Response = ConsumerGroupHeartbeatResponse;

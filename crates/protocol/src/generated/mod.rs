@@ -14,6 +14,8 @@
     clippy::collapsible_if
 )]
 
+mod allocate_producer_ids_request;
+mod allocate_producer_ids_response;
 mod alter_configs_request;
 mod alter_configs_response;
 mod alter_partition_reassignments_request;
@@ -129,6 +131,8 @@ mod topic_record;
 mod transaction_log_key;
 mod transaction_log_value;
 
+pub use allocate_producer_ids_request::*;
+pub use allocate_producer_ids_response::*;
 pub use alter_configs_request::*;
 pub use alter_configs_response::*;
 pub use alter_partition_reassignments_request::*;

@@ -2694,6 +2694,28 @@ impl Random for BrokerHeartbeatResponse {
     }
 }
 
+impl Random for AllocateProducerIdsRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.broker_id = rng.i32();
+        this.broker_epoch = rng.i64();
+
+        this
+    }
+}
+
+impl Random for AllocateProducerIdsResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.producer_id_start = rng.i64();
+        this.producer_id_len = rng.i32();
+
+        this
+    }
+}
+
 impl Random for RequestHeader {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
@@ -3396,6 +3418,9 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
         ApiKey::BrokerHeartbeat => {
             RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest::random(rng, version))
         }
+        ApiKey::AllocateProducerIds => {
+            RequestBody::AllocateProducerIds(AllocateProducerIdsRequest::random(rng, version))
+        }
     }
 }
 
@@ -3496,6 +3521,9 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
         }
         ApiKey::BrokerHeartbeat => {
             ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse::random(rng, version))
+        }
+        ApiKey::AllocateProducerIds => {
+            ResponseBody::AllocateProducerIds(AllocateProducerIdsResponse::random(rng, version))
         }
     }
 }

@@ -18,6 +18,7 @@ use skiff_protocol::{ApiKey, RequestBody, ResponseBody};
 
 use crate::broker::Broker;
 
+pub mod allocate_producer_ids;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
@@ -151,7 +152,11 @@ pub const APIS: &[ApiKey] = &[
 
 /// APIs served on controller listeners only (Kafka's `"listeners": ["controller"]`), beside
 /// [`APIS`]; a broker listener neither advertises nor serves them.
-pub const CONTROLLER_APIS: &[ApiKey] = &[ApiKey::BrokerRegistration, ApiKey::BrokerHeartbeat];
+pub const CONTROLLER_APIS: &[ApiKey] = &[
+    ApiKey::BrokerRegistration,
+    ApiKey::BrokerHeartbeat,
+    ApiKey::AllocateProducerIds,
+];
 
 /// Produce versions below this are advertised (librdkafka needs min 0 to enable compression,
 /// KAFKA-18659) but refused by closing the connection, as Kafka 4 does.
@@ -245,6 +250,7 @@ pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
         RequestBody::ListClientMetricsResources(r) => list_client_metrics_resources::handle(ctx, r),
         RequestBody::BrokerRegistration(r) => broker_registration::handle(ctx, r),
         RequestBody::BrokerHeartbeat(r) => broker_heartbeat::handle(ctx, r),
+        RequestBody::AllocateProducerIds(r) => allocate_producer_ids::handle(ctx, r),
         // Every API the codec knows is served today; keep the arm for APIs added later.
         #[allow(unreachable_patterns)]
         other => Reply::Close(format!("{} is not served", other.api_key().name())),
