@@ -9,9 +9,13 @@
 //! once by every voter on an empty log (all write the same entry); a restarted voter whose
 //! configured voters differ from its log's membership refuses to start.
 //!
-//! Timers: Kafka's `controller.quorum.election.timeout.ms` is openraft's election timeout
-//! (min; max = twice it) and the leader's heartbeat is an eighth of it, so a follower hears
-//! the leader several times per timeout window.
+//! Timers: Kafka's `controller.quorum.election.timeout.ms` ("the maximum time without
+//! hearing from the leader before a new election") is openraft's maximum election timeout,
+//! half of it the minimum, and the leader's heartbeat an eighth of it, so a follower hears
+//! the leader several times per window. openraft's leader lease is the maximum: a voter
+//! refuses votes until that long after the leader's last heartbeat, so the maximum bounds
+//! how soon a dead leader can be replaced (a [T, 2T] window put the median failover at 3.3 s
+//! with Kafka's default T = 1000 ms; [T/2, T] puts it under 2 s: docs/performance.md).
 //!
 //! Invariants: a proposal is answered only after its entry is committed (fsynced on a
 //! majority: [`KafkaLogStore`] fsyncs before it reports an append flushed) and applied here;
@@ -149,8 +153,8 @@ impl Quorum {
         let election = cfg.election_timeout_ms.max(50);
         let config = Config {
             cluster_name: cfg.cluster_id.clone(),
-            election_timeout_min: election,
-            election_timeout_max: election * 2,
+            election_timeout_min: (election / 2).max(25),
+            election_timeout_max: election,
             heartbeat_interval: (election / 8).max(10),
             snapshot_policy: SnapshotPolicy::Never,
             ..Config::default()

@@ -24,7 +24,8 @@ pub const CLUSTER_ID: &str = "c2tpZmYtY2x1c3Rlci0xNg";
 
 /// Timers short enough for tests (Kafka's keys).
 pub const TEST_TIMERS: &[(&str, &str)] = &[
-    ("controller.quorum.election.timeout.ms", "500"),
+    // openraft's election window [500, 1000] ms (the key is its maximum).
+    ("controller.quorum.election.timeout.ms", "1000"),
     ("controller.quorum.fetch.timeout.ms", "1000"),
     ("broker.heartbeat.interval.ms", "200"),
     ("broker.session.timeout.ms", "2000"),
