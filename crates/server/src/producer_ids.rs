@@ -56,7 +56,6 @@ pub async fn next_producer_id(broker: &Arc<Broker>) -> Result<i64, ErrorCode> {
     let request = AllocateProducerIdsRequest {
         broker_id: broker.node_id(),
         broker_epoch: epoch,
-        ..AllocateProducerIdsRequest::default()
     };
     match crate::cluster::call_controller(broker, request.into()).await {
         Ok(ResponseBody::AllocateProducerIds(r)) if r.error_code == 0 && r.producer_id_len > 0 => {
