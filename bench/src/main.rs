@@ -26,11 +26,15 @@
 //! - `latency-floor` (issue 14, p99.9/p50): one side of a bare relay (loopback TCP both ways,
 //!   a log's writes and roll flushes, no protocol), the machine's floor under the broker
 //!   latency phase. See [`latency_floor`].
+//! - `cluster` (issue 16): a 3-node KRaft cluster of `skiff` processes: CreateTopics/s through
+//!   the metadata quorum (to the controller and forwarded), controller failover time after a
+//!   kill -9, idle CPU per node. See [`cluster`].
 //!
 //! Threads: the driver is single-threaded except the multi-writer durable cell, which shares
 //! one `Log` behind a mutex exactly as a broker would.
 
 mod append;
+mod cluster;
 mod compaction;
 mod delivery;
 mod durable;
@@ -110,6 +114,9 @@ enum Command {
     /// One side of the latency floor of the broker benchmark's latency phase (used by
     /// bench/broker/vs_kafka.py): a bare relay with a log's I/O, and its paced client.
     LatencyFloor(latency_floor::Args),
+    /// The metadata quorum of a 3-node cluster (issue 16): CreateTopics/s to the controller
+    /// and through a forwarding node, controller failover time, idle CPU per node.
+    Cluster(cluster::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -134,5 +141,6 @@ fn main() -> anyhow::Result<()> {
         Command::SendfileFloor(args) => sendfile_floor::main(args),
         Command::LatencyFloor(args) => latency_floor::main(args),
         Command::Partitions(args) => partitions::main(args),
+        Command::Cluster(args) => cluster::main(args),
     }
 }
