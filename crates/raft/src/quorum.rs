@@ -11,7 +11,7 @@
 //!
 //! Timers: Kafka's `controller.quorum.election.timeout.ms` ("the maximum time without
 //! hearing from the leader before a new election") is openraft's maximum election timeout,
-//! half of it the minimum, and the leader's heartbeat an eighth of it, so a follower hears
+//! half of it the minimum, and the leader's heartbeat a quarter of it, so a follower hears
 //! the leader several times per window. openraft's leader lease is the maximum: a voter
 //! refuses votes until that long after the leader's last heartbeat, so the maximum bounds
 //! how soon a dead leader can be replaced (a [T, 2T] window put the median failover at 3.3 s
@@ -155,7 +155,7 @@ impl Quorum {
             cluster_name: cfg.cluster_id.clone(),
             election_timeout_min: (election / 2).max(25),
             election_timeout_max: election,
-            heartbeat_interval: (election / 8).max(10),
+            heartbeat_interval: (election / 4).max(10),
             snapshot_policy: SnapshotPolicy::Never,
             ..Config::default()
         }

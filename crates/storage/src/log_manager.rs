@@ -126,8 +126,11 @@ pub struct LogManager {
     cfg: LogManagerConfig,
     logs: RwLock<BTreeMap<TopicPartition, (usize, SharedLog)>>,
     timers: Mutex<Timers>,
-    /// Serialises checkpoint writers (ticker vs. shutdown vs. explicit calls).
-    checkpoint_lock: Mutex<()>,
+    /// Serialises checkpoint writers (ticker vs. shutdown vs. explicit calls) and holds what
+    /// each dir's checkpoint files were last written with: the ticker skips a dir whose maps
+    /// did not change (an idle broker does not rewrite and fsync identical files every few
+    /// seconds).
+    checkpoint_lock: Mutex<Vec<Option<CheckpointMaps>>>,
     closed: AtomicBool,
     /// compaction (issue 7): each log dir's `cleaner-offset-checkpoint`, loaded on first use.
     /// Owned here so that deleting a partition drops its entry under the same lock the
@@ -240,7 +243,7 @@ impl LogManager {
                 last_hw_checkpoint_ms: now,
                 last_producer_expiry_ms: now,
             }),
-            checkpoint_lock: Mutex::new(()),
+            checkpoint_lock: Mutex::new(Vec::new()),
             cleaner_checkpoints: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
             last_probe_ms: Mutex::new(vec![now; health.len()]),
@@ -495,14 +498,23 @@ impl LogManager {
     /// Rewrites all checkpoint files of every online log dir from the hosted logs. A failed
     /// write takes that dir offline (issue 12); the other dirs are still written.
     pub fn write_checkpoints(&self) -> Result<()> {
-        let _one = self.checkpoint_lock.lock();
+        let mut written = self.checkpoint_lock.lock();
+        written.resize(self.cfg.log_dirs.len(), None);
         let maps = self.checkpoint_maps(None);
-        for (i, dir) in self.cfg.log_dirs.iter().enumerate() {
+        for (i, (dir, m)) in self.cfg.log_dirs.iter().zip(maps).enumerate() {
             if !self.health[i].is_online() {
+                written[i] = None;
                 continue;
             }
-            if let Err(e) = write_dir_checkpoints(dir, &maps[i]) {
-                self.health[i].fail(&format_args!("checkpoint: {e}"));
+            if written[i].as_ref() == Some(&m) {
+                continue; // the files already hold exactly this
+            }
+            match write_dir_checkpoints(dir, &m) {
+                Ok(()) => written[i] = Some(m),
+                Err(e) => {
+                    written[i] = None;
+                    self.health[i].fail(&format_args!("checkpoint: {e}"));
+                }
             }
         }
         Ok(())
@@ -510,9 +522,14 @@ impl LogManager {
 
     /// Rewrites the checkpoints of dir `i` alone, whatever its health (bringing it back).
     pub(crate) fn write_dir_checkpoints(&self, i: usize) -> Result<()> {
-        let _one = self.checkpoint_lock.lock();
-        let maps = self.checkpoint_maps(Some(i));
-        write_dir_checkpoints(&self.cfg.log_dirs[i], &maps[i])
+        let mut written = self.checkpoint_lock.lock();
+        written.resize(self.cfg.log_dirs.len(), None);
+        let mut maps = self.checkpoint_maps(Some(i));
+        let m = std::mem::take(&mut maps[i]);
+        written[i] = None;
+        write_dir_checkpoints(&self.cfg.log_dirs[i], &m)?;
+        written[i] = Some(m);
+        Ok(())
     }
 
     /// Per dir: (recovery points, log start offsets, high watermarks) of the hosted logs.

@@ -120,3 +120,38 @@ fn a_failed_write_takes_the_dir_offline_until_the_probe_and_reopen() {
     let read = l.read(0, 1 << 20, 4, true).unwrap();
     assert!(read.slice.is_some());
 }
+
+/// Checkpoints are rewritten when what they hold changes, not on every tick: an idle
+/// broker leaves identical files alone (no rewrite, no fsync).
+#[test]
+fn unchanged_checkpoints_are_not_rewritten() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("d");
+    let (mgr, _) = LogManager::open(cfg(vec![dir.clone()]), &|_| LogConfig::default(), 0).unwrap();
+    let tp = TopicPartition::new("t", 0);
+    let log = mgr.get_or_create(&tp, LogConfig::default(), 0).unwrap();
+    mgr.write_checkpoints().unwrap();
+    let file = dir.join("replication-offset-checkpoint");
+    let inode = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).unwrap().ino()
+    };
+    let first = inode(&file);
+    mgr.write_checkpoints().unwrap();
+    assert_eq!(inode(&file), first, "identical content: not replaced");
+    {
+        let mut l = log.lock();
+        l.append_as_leader(&mut common::simple_batch(&[1_000, 1_001], 100), 0, 0)
+            .unwrap();
+        let end = l.log_end_offset();
+        l.set_high_watermark(end);
+    }
+    mgr.write_checkpoints().unwrap();
+    assert_ne!(
+        inode(&file),
+        first,
+        "changed content: replaced (tmp + rename)"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("t 0 2"), "{text}");
+}

@@ -153,6 +153,15 @@ fn create_one(
         broker.validate_new_topic(&t.name, partitions, &configs)?;
         (Uuid::nil(), partitions)
     } else {
+        if !crate::cluster::is_controller(broker) {
+            // issue 16: the forward to the active controller failed (none known, or it did
+            // not answer): the client retries, as after Kafka's NOT_CONTROLLER. No background
+            // creation here, unlike auto-creation: an answered error must not create later.
+            return Err(TopicError::new(
+                ErrorCode::NotController,
+                "This node is not the active controller and could not reach one; retry.",
+            ));
+        }
         let info = broker.create_topic(&t.name, partitions, configs)?;
         (Uuid::from_bytes(info.id), info.partitions)
     };
