@@ -8,8 +8,8 @@
 //! writes the files, formats every node once with one cluster id (kept in `DIR/cluster.id`, so a
 //! second run reuses the data), starts `skiff serve --config` per node, prints
 //! `skiff ready cluster bootstrap=localhost:P,...` once every node printed its PLAINTEXT ready
-//! line and node 1's Metadata lists all N brokers (registered and unfenced: KRaft lists only
-//! unfenced brokers), forwards SIGTERM/SIGINT to all and exits when all have exited (0 when
+//! line and every node's Metadata lists all N brokers (registered and unfenced: KRaft lists
+//! only unfenced brokers), forwards SIGTERM/SIGINT to all and exits when all have exited (0 when
 //! all exited 0). It restarts nothing by itself.
 
 use std::path::{Path, PathBuf};
@@ -216,11 +216,11 @@ async fn supervise(nodes: Vec<NodePlan>, cluster_id: String) -> ExitCode {
     while exited < nodes.len() {
         if !waiting && ready == nodes.len() {
             waiting = true;
-            let first = nodes.first().map_or(0, |n| n.port);
+            let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
             let want = nodes.len();
             let tx = registered_tx.clone();
             tokio::spawn(async move {
-                if all_registered(first, want).await {
+                if all_registered(ports, want).await {
                     let _ = tx.send(()).await;
                 }
             });
@@ -251,25 +251,38 @@ async fn supervise(nodes: Vec<NodePlan>, cluster_id: String) -> ExitCode {
     }
 }
 
-/// Polls node 1's Metadata until it lists `want` brokers (they registered and were
-/// unfenced); `false` if that never happens (the nodes exit first, or two minutes pass).
-async fn all_registered(port: u16, want: usize) -> bool {
-    let client = skiff_server::node_client::NodeClient::spawn(
-        format!("localhost:{port}"),
-        skiff_server::node_client::NodeClientConfig {
-            client_id: "skiff-dev".into(),
-            request_timeout: std::time::Duration::from_secs(5),
-            ..Default::default()
-        },
-    );
+/// Polls every node's Metadata until each lists `want` brokers (they registered and were
+/// unfenced, and every node has applied that: a client may bootstrap from any of them);
+/// `false` if that never happens (the nodes exit first, or two minutes pass).
+async fn all_registered(ports: Vec<u16>, want: usize) -> bool {
+    let clients: Vec<_> = ports
+        .iter()
+        .map(|port| {
+            skiff_server::node_client::NodeClient::spawn(
+                format!("localhost:{port}"),
+                skiff_server::node_client::NodeClientConfig {
+                    client_id: "skiff-dev".into(),
+                    request_timeout: std::time::Duration::from_secs(5),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    let mut seen = vec![false; clients.len()];
     for _ in 0..1200 {
-        let req = skiff_protocol::MetadataRequest {
-            topics: Some(Vec::new()),
-            ..Default::default()
-        };
-        if let Ok(skiff_protocol::ResponseBody::Metadata(m)) = client.call(req).await
-            && m.brokers.len() >= want
-        {
+        for (i, client) in clients.iter().enumerate() {
+            if seen[i] {
+                continue;
+            }
+            let req = skiff_protocol::MetadataRequest {
+                topics: Some(Vec::new()),
+                ..Default::default()
+            };
+            if let Ok(skiff_protocol::ResponseBody::Metadata(m)) = client.call(req).await {
+                seen[i] = m.brokers.len() >= want;
+            }
+        }
+        if seen.iter().all(|s| *s) {
             return true;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
