@@ -15,38 +15,12 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use skiff_protocol::{MetadataRequest, MetadataResponse, ResponseBody};
 use skiff_testkit::Conn;
-use skiff_testkit::cluster::Cluster;
+use skiff_testkit::cluster::{Cluster, batch, leaders};
 
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const LEADER_NOT_AVAILABLE: i16 = 5;
-const TOPIC_ALREADY_EXISTS: i16 = 36;
-
-fn batch(value: &str) -> Bytes {
-    let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
-    b.append(0, None, Some(value.as_bytes()), &[]);
-    let built = b.build().unwrap();
-    Bytes::from(built)
-}
-
-/// (partition, leader) of `topic` in `m`.
-fn leaders(m: &MetadataResponse, topic: &str) -> Vec<(i32, i32)> {
-    m.topics
-        .iter()
-        .find(|t| t.name.as_deref() == Some(topic))
-        .map(|t| {
-            let mut v: Vec<(i32, i32)> = t
-                .partitions
-                .iter()
-                .map(|p| (p.partition_index, p.leader_id))
-                .collect();
-            v.sort_unstable();
-            v
-        })
-        .unwrap_or_default()
-}
 
 /// The cluster-wide part of Metadata: topics with partitions, leaders, replicas (sorted).
 type TopicView = (String, Vec<(i32, i32, Vec<i32>)>);
@@ -107,31 +81,6 @@ fn metadata_log(data: &std::path::Path) -> Vec<LogBatch> {
     out
 }
 
-/// Creates `name` through node `via` (0-based), retrying NOT_CONTROLLER-class answers until
-/// `within`; the time it took. A retry that finds the topic created (TOPIC_ALREADY_EXISTS
-/// after a failed attempt: its answer was lost in the failover, as with Kafka) succeeded.
-fn create_via(c: &Cluster, via: usize, name: &str, partitions: i32, within: Duration) -> Duration {
-    let started = Instant::now();
-    let mut retried = false;
-    loop {
-        let mut conn = Conn::open(c.ports[via].0);
-        let t = conn.create_topic_result(name, partitions, &[]);
-        if t.error_code == 0 || (retried && t.error_code == TOPIC_ALREADY_EXISTS) {
-            return started.elapsed();
-        }
-        retried = true;
-        assert!(
-            started.elapsed() < within,
-            "create {name} via node {}: {} {:?} after {:?}",
-            via + 1,
-            t.error_code,
-            t.error_message,
-            started.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn e2e_three_nodes_spread_fail_over_and_fence() {
     let t0 = Instant::now();
@@ -143,7 +92,7 @@ fn e2e_three_nodes_spread_fail_over_and_fence() {
     let t = Instant::now();
     let controller = c.metadata(0).controller_id;
     let via = (0..3).find(|i| *i as i32 + 1 != controller).unwrap();
-    create_via(&c, via, "spread", 6, Duration::from_secs(15));
+    c.create_via(via, "spread", 6, Duration::from_secs(15));
     for i in 0..3 {
         c.wait_metadata(i, Duration::from_secs(15), "spread with leaders", |m| {
             let l = leaders(m, "spread");
@@ -203,7 +152,7 @@ fn e2e_three_nodes_spread_fail_over_and_fence() {
     c.nodes[dead].kill9();
     let killed = Instant::now();
     let survivor = (dead + 1) % 3;
-    let took = create_via(&c, survivor, "after-failover", 1, Duration::from_secs(15));
+    let took = c.create_via(survivor, "after-failover", 1, Duration::from_secs(15));
     let m = c.metadata(survivor);
     assert_ne!(m.controller_id, controller, "a new controller");
     eprintln!(

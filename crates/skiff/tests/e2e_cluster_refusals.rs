@@ -42,25 +42,6 @@ fn register(port: u16, cluster_id: &str, broker_id: i32) -> i16 {
     }
 }
 
-/// CreateTopics of a 1-partition topic through node `via`, retried until it commits.
-fn create_via(c: &Cluster, via: usize, name: &str, within: Duration) {
-    let until = Instant::now() + within;
-    loop {
-        let t = Conn::open(c.ports[via].0).create_topic_result(name, 1, &[]);
-        if t.error_code == 0 {
-            return;
-        }
-        assert!(
-            Instant::now() < until,
-            "CreateTopics {name} via node {}: {} {:?}",
-            via + 1,
-            t.error_code,
-            t.error_message
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn e2e_cluster_refuses_foreign_duplicate_and_misconfigured_nodes() {
     let t0 = Instant::now();
@@ -149,7 +130,7 @@ fn e2e_cluster_refuses_foreign_duplicate_and_misconfigured_nodes() {
     for (i, n) in c.nodes.iter_mut().enumerate() {
         assert!(n.try_wait().is_none(), "node {} still runs", i + 1);
     }
-    create_via(&c, 0, "after-rogue", Duration::from_secs(15));
+    c.create_via(0, "after-rogue", 1, Duration::from_secs(15));
     c.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(10));
     eprintln!(
         "phase rogue voter list stopped, cluster whole: {:?}",
@@ -194,7 +175,7 @@ fn e2e_cluster_refuses_foreign_duplicate_and_misconfigured_nodes() {
     );
     c.nodes[victim].restart();
     c.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
-    create_via(&c, victim, "after-restore", Duration::from_secs(15));
+    c.create_via(victim, "after-restore", 1, Duration::from_secs(15));
     eprintln!(
         "phase changed voter list refused, restored: {:?}",
         t.elapsed()

@@ -16,56 +16,12 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use skiff_protocol::MetadataResponse;
 use skiff_testkit::Conn;
-use skiff_testkit::cluster::{COMBINED, Cluster};
+use skiff_testkit::cluster::{COMBINED, Cluster, batch, leaders};
 
-const TOPIC_ALREADY_EXISTS: i16 = 36;
 /// The broker nodes (0-based) and their ids.
 const BROKERS: [usize; 3] = [0, 1, 3];
 const BROKER_IDS: [i32; 3] = [1, 2, 4];
-
-fn batch(value: &str) -> Bytes {
-    let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
-    b.append(0, None, Some(value.as_bytes()), &[]);
-    Bytes::from(b.build().unwrap())
-}
-
-fn leaders(m: &MetadataResponse, topic: &str) -> Vec<(i32, i32)> {
-    let mut v: Vec<(i32, i32)> = m
-        .topics
-        .iter()
-        .filter(|t| t.name.as_deref() == Some(topic))
-        .flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(|p| (p.partition_index, p.leader_id))
-        })
-        .collect();
-    v.sort_unstable();
-    v
-}
-
-fn create_via(c: &Cluster, via: usize, name: &str, partitions: i32, within: Duration) {
-    let until = Instant::now() + within;
-    let mut retried = false;
-    loop {
-        let t = Conn::open(c.ports[via].0).create_topic_result(name, partitions, &[]);
-        if t.error_code == 0 || (retried && t.error_code == TOPIC_ALREADY_EXISTS) {
-            return;
-        }
-        retried = true;
-        assert!(
-            Instant::now() < until,
-            "create {name} via node {}: {} {:?}",
-            via + 1,
-            t.error_code,
-            t.error_message
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn produce_at_leader(c: &Cluster, topic: &str, p: i32, leader: i32, value: &str) {
     let port = c.ports[(leader - 1) as usize].0;
@@ -100,7 +56,7 @@ fn e2e_controller_only_and_broker_only_nodes() {
 
     // Created through the broker-only node; partitions only on brokers.
     let t = Instant::now();
-    create_via(&c, 3, "roles", 6, Duration::from_secs(15));
+    c.create_via(3, "roles", 6, Duration::from_secs(15));
     let m = c.wait_metadata(3, Duration::from_secs(15), "roles with leaders", |m| {
         let l = leaders(m, "roles");
         l.len() == 6 && l.iter().all(|(_, leader)| *leader > 0)
@@ -142,7 +98,7 @@ fn e2e_controller_only_and_broker_only_nodes() {
     let controller = c.metadata(3).controller_id;
     let dead = (controller - 1) as usize;
     c.nodes[dead].kill9();
-    create_via(&c, 3, "after-failover", 1, Duration::from_secs(15));
+    c.create_via(3, "after-failover", 1, Duration::from_secs(15));
     let now = c.metadata(3).controller_id;
     assert!(
         now != controller && (1..=3).contains(&now),

@@ -225,6 +225,39 @@ impl Cluster {
         }
     }
 
+    /// Creates `name` through node `via` (0-based), retrying NOT_CONTROLLER-class answers
+    /// until `within`; the time it took. A retry that finds the topic created
+    /// (TOPIC_ALREADY_EXISTS after a failed attempt: its answer was lost in a failover, as
+    /// with Kafka) succeeded.
+    pub fn create_via(
+        &self,
+        via: usize,
+        name: &str,
+        partitions: i32,
+        within: Duration,
+    ) -> Duration {
+        const TOPIC_ALREADY_EXISTS: i16 = 36;
+        let clock = skiff_types::Clock::system();
+        let started = clock.now();
+        let mut retried = false;
+        loop {
+            let t = Conn::open(self.ports[via].0).create_topic_result(name, partitions, &[]);
+            let took = clock.now().saturating_duration_since(started);
+            if t.error_code == 0 || (retried && t.error_code == TOPIC_ALREADY_EXISTS) {
+                return took;
+            }
+            retried = true;
+            assert!(
+                took < within,
+                "create {name} via node {}: {} {:?} after {took:?}",
+                via + 1,
+                t.error_code,
+                t.error_message
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until the Metadata of each node in `on` (0-based) lists exactly the broker ids
     /// `ids` and a controller.
     pub fn wait_brokers(&self, on: &[usize], ids: &[i32], within: Duration) {
@@ -235,5 +268,31 @@ impl Cluster {
                 got == ids && m.controller_id >= 0
             });
         }
+    }
+}
+
+/// (partition, leader) of `topic` in `m`, by partition.
+pub fn leaders(m: &skiff_protocol::MetadataResponse, topic: &str) -> Vec<(i32, i32)> {
+    let mut v: Vec<(i32, i32)> = m
+        .topics
+        .iter()
+        .filter(|t| t.name.as_deref() == Some(topic))
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (p.partition_index, p.leader_id))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// One uncompressed batch of one record with `value`.
+pub fn batch(value: &str) -> bytes::Bytes {
+    let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
+    b.append(0, None, Some(value.as_bytes()), &[]);
+    match b.build() {
+        Ok(built) => bytes::Bytes::from(built),
+        Err(e) => panic!("a one-record batch: {e}"),
     }
 }
