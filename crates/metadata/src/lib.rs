@@ -51,6 +51,7 @@ mod frame;
 mod image;
 mod log_dir;
 mod meta_log;
+pub mod snapshot;
 mod store;
 
 pub use controller::{
@@ -166,6 +167,8 @@ mod image_tests;
 mod placement_tests;
 #[cfg(test)]
 mod sim_tests;
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod store_tests;
 #[cfg(test)]
