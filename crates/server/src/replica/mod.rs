@@ -197,6 +197,18 @@ impl ReplicaManager {
     /// Creates the logs of `topic`'s partitions that `image` assigns to this node and that it
     /// does not host yet.
     pub fn ensure_assigned(&self, image: &MetadataImage, topic: &str, config: LogConfig) {
+        self.ensure_assigned_with(image, topic, &|| config.clone());
+    }
+
+    /// [`ReplicaManager::ensure_assigned`] with the log config made only if a log must be
+    /// created (making it parses the topic's configs: the reconciler visits every topic on
+    /// every metadata change).
+    fn ensure_assigned_with(
+        &self,
+        image: &MetadataImage,
+        topic: &str,
+        config: &dyn Fn() -> LogConfig,
+    ) {
         let now = self.clock.now_ms();
         let Some(info) = image.topic(topic) else {
             return;
@@ -209,7 +221,7 @@ impl ReplicaManager {
             let Some(assignment) = assignment_of(image, &tp, self.node_id) else {
                 continue;
             };
-            match self.logs.get_or_create(&tp, config.clone(), now) {
+            match self.logs.get_or_create(&tp, config(), now) {
                 Ok(log) => {
                     let mut l = log.lock();
                     let synced = l.sync().synced().min(l.log_end_offset());
@@ -227,7 +239,7 @@ impl ReplicaManager {
     /// were never hosted are left alone (the image may still be catching up with them).
     pub fn reconcile(&self, image: &MetadataImage, config_for: &dyn Fn(&TopicInfo) -> LogConfig) {
         for info in image.topics.values() {
-            self.ensure_assigned(image, &info.name, config_for(info));
+            self.ensure_assigned_with(image, &info.name, &|| config_for(info));
         }
         let gone: Vec<TopicPartition> = self
             .states
