@@ -74,8 +74,6 @@ pub struct ObserverConfig {
     pub cluster_id: String,
     /// (id, host, port) of every voter's CONTROLLER listener.
     pub voters: Vec<(i32, String, u16)>,
-    /// The voters in `QuorumConfig::voter_string`'s form (what voters compare).
-    pub voter_string: String,
     /// Connect and request timeout; the long poll waits a quarter of it.
     pub request_timeout: Duration,
 }
@@ -109,7 +107,7 @@ impl Observer {
             me: Sender {
                 cluster_id: cfg.cluster_id,
                 node_id: cfg.node_id,
-                voters: cfg.voter_string,
+                voters: crate::quorum::voter_string(&cfg.voters),
             },
             voters: cfg
                 .voters

@@ -70,13 +70,18 @@ pub struct QuorumConfig {
 impl QuorumConfig {
     /// The voters as `id@host:port,...` in id order (what every voter must agree on).
     pub fn voter_string(&self) -> String {
-        let mut v = self.voters.clone();
-        v.sort();
-        v.iter()
-            .map(|(id, h, p)| format!("{id}@{h}:{p}"))
-            .collect::<Vec<_>>()
-            .join(",")
+        voter_string(&self.voters)
     }
+}
+
+/// `id@host:port,...` in id order: the voter list every voter and observer must agree on.
+pub fn voter_string(voters: &[(i32, String, u16)]) -> String {
+    let mut v = voters.to_vec();
+    v.sort();
+    v.iter()
+        .map(|(id, h, p)| format!("{id}@{h}:{p}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// One voter of the metadata quorum (cheap to clone).

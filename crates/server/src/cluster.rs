@@ -87,19 +87,12 @@ pub fn open_observer(
     let log_dir = metadata_dir.parent().unwrap_or_else(|| Path::new("."));
     let cluster_id = skiff_metadata::first_log_dir_cluster_id(log_dir, settings.node_id, true)?;
     let sink = ImageSink::new();
-    let mut voters = q.voters.clone();
-    voters.sort();
-    let voter_string = voters
-        .iter()
-        .map(|(id, h, p)| format!("{id}@{h}:{p}"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let voter_string = skiff_raft::quorum::voter_string(&q.voters);
     let observer = Observer::start(
         ObserverConfig {
             node_id: settings.node_id,
             cluster_id: cluster_id.clone(),
-            voters,
-            voter_string: voter_string.clone(),
+            voters: q.voters.clone(),
             request_timeout: request_timeout(q),
         },
         sink.clone(),
