@@ -1,6 +1,6 @@
-//! The records that rebuild an image (issue 16, the first step of KRaft snapshots): what a
-//! `.checkpoint` file holds between its header and footer, and what a lagging node would
-//! install instead of the log prefix a snapshot replaces.
+//! The records that rebuild an image (issue 16, KRaft snapshots): what a `.checkpoint` file
+//! holds between its header and footer (`skiff_raft::checkpoint`), and what a lagging node
+//! installs instead of the log prefix a snapshot replaces.
 //!
 //! Mental model: [`image_records`] is the inverse of [`crate::replay`] from an empty image:
 //! `replay(&MetadataImage::default(), &image_records(&image)) == image` for every image

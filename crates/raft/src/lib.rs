@@ -4,12 +4,14 @@
 //! configuration), [`KafkaLogStore`] (the Raft log as Kafka v2 batches in a
 //! `__cluster_metadata-0` partition dir, with `quorum-state` and the committed log id beside
 //! it) and [`MemStateMachine`] (a minimal state machine the tests read); the quorum itself:
-//! [`ImageStateMachine`] (committed entries into the metadata image), [`network`] (openraft's
+//! [`ImageStateMachine`] (committed entries into the metadata image; snapshots as KRaft
+//! `.checkpoint` files, [`checkpoint`]), [`network`] (openraft's
 //! RPCs on the CONTROLLER listener under private API keys) and [`Quorum`] /
 //! [`RaftMetadataLog`] (the `skiff_metadata::MetadataLog` over Raft); [`Observer`] (a
 //! broker-only node following the committed log from the voters) and [`Member`] (voter or
 //! observer, as the broker shell sees it).
 
+pub mod checkpoint;
 pub mod codec;
 pub mod image_sm;
 pub mod log_store;

@@ -16,7 +16,10 @@
 //! - `truncate_after(id)` = `Log::truncate_to(base offset of entry id + 1)`, then the active
 //!   file and the dir are fsynced (a cut must not come undone by a crash).
 //! - `purge(id)`: `raft-log-start` is rewritten first, then the log start moves to the entry
-//!   after `id` (`delete_records`); whole segments below it are left to a later retention pass.
+//!   after `id` (`delete_records`); the bytes below it stay in their segment file until a
+//!   retention pass deletes whole segments (none runs on the Raft log yet). A purge past the log end (a follower that installed a snapshot of a later entry) restarts
+//!   the log empty at the snapshot's end offset ([`KafkaLogStore::note_snapshot`]), so the
+//!   next entry gets the same offset as on the leader.
 //! - The high watermark is the end of the committed entry (`save_committed`), so a Kafka reader
 //!   bounded by it sees committed entries only.
 //!
@@ -78,6 +81,8 @@ struct Inner {
     vote: Option<Vote>,
     committed: Option<LogId>,
     clock: Clock,
+    /// The newest snapshot's last entry and the offset after it (see [`KafkaLogStore::note_snapshot`]).
+    snapshot: Option<(LogId, i64)>,
 }
 
 /// openraft's log storage over a Kafka partition log (see the module docs). Cloning gives
@@ -329,6 +334,7 @@ impl KafkaLogStore {
             vote,
             committed,
             clock,
+            snapshot: None,
         };
         inner.scan()?;
         inner.apply_high_watermark();
@@ -355,6 +361,23 @@ impl KafkaLogStore {
     /// The index of the last entry known committed (as saved), if any.
     pub fn committed_index(&self) -> Option<u64> {
         self.inner.lock().committed.map(|c| c.index)
+    }
+
+    /// The index of the first entry on disk (everything before it was purged).
+    pub fn start_index(&self) -> u64 {
+        self.inner.lock().start.start_index
+    }
+
+    /// The store's clock, in ms.
+    pub fn now_ms(&self) -> i64 {
+        self.inner.lock().clock.now_ms()
+    }
+
+    /// A snapshot covering everything up to `last` exists; the log continues at Kafka offset
+    /// `end_offset`. A purge up to `last` past the log end (a follower that installed the
+    /// snapshot) restarts the log at `end_offset`, so every node keeps the leader's offsets.
+    pub fn note_snapshot(&self, last: LogId, end_offset: i64) {
+        self.inner.lock().snapshot = Some((last, end_offset));
     }
 
     /// The Kafka base offset of entry `index`, if it is on disk.
@@ -543,9 +566,15 @@ impl RaftLogStorage<SkiffRaft> for KafkaLogStore {
         let drop = usize::try_from(drop)
             .unwrap_or(usize::MAX)
             .min(g.slots.len());
+        let past_end = log_id.index >= g.next_index();
         let new_offset = match g.slots.get(drop) {
             Some(s) => s.offset,
-            None => g.log.log_end_offset(),
+            // Purged past the log end: the log continues where the snapshot covering the
+            // purged entries ends (when the store was told), else at its end.
+            None => match g.snapshot {
+                Some((last, end)) if past_end && last == log_id => end,
+                _ => g.log.log_end_offset(),
+            },
         };
         let start = LogStart {
             start_index: g.start.start_index.max(log_id.index + 1),
@@ -556,7 +585,12 @@ impl RaftLogStorage<SkiffRaft> for KafkaLogStore {
         g.files.write_log_start(&start)?;
         g.start = start;
         g.slots.drain(..drop);
-        if new_offset > g.log.log_start_offset() {
+        if new_offset > g.log.log_end_offset() {
+            // Nothing on disk is kept: the log restarts empty at the snapshot's end offset.
+            g.log
+                .truncate_fully_and_start_at(new_offset)
+                .map_err(storage_err)?;
+        } else if new_offset > g.log.log_start_offset() {
             // `delete_records` stops at the high watermark; openraft purges applied entries
             // only, but the suite purges freely, so lift it for the move and reset it after.
             let end = g.log.log_end_offset();
@@ -600,5 +634,33 @@ mod tests {
         };
         assert_eq!(synced, end, "the re-append was fsynced");
         assert_eq!(s.try_get_log_entries(2..).await.unwrap(), vec![again]);
+    }
+
+    #[tokio::test]
+    async fn a_purge_past_the_end_restarts_the_log_at_the_snapshot_end() {
+        // A follower with entries 0..3 installs a snapshot of entry 9 whose log continues at
+        // offset 40 on the leader: its log must continue there too, also after a reopen.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("m-0");
+        let mut s = KafkaLogStore::open(&dir, Clock::manual(0)).unwrap();
+        let entries: Vec<Entry> = (0..3).map(|i| blank(1, i)).collect();
+        s.append(entries, IOFlushed::noop()).await.unwrap();
+        s.note_snapshot(log_id(2, 9), 40);
+        s.purge(log_id(2, 9)).await.unwrap();
+        assert_eq!(s.start_index(), 10);
+        assert_eq!(s.offsets().0, 40);
+        assert_eq!(s.offsets().1, 40);
+        let next = Entry::new_normal(log_id(2, 10), Op(vec![bytes::Bytes::from_static(b"x")]));
+        s.append(vec![next.clone()], IOFlushed::noop())
+            .await
+            .unwrap();
+        assert_eq!(s.base_offset_of(10), Some(40));
+        s.close().unwrap();
+        drop(s);
+        let mut s = KafkaLogStore::open(&dir, Clock::manual(0)).unwrap();
+        assert_eq!(s.base_offset_of(10), Some(40));
+        assert_eq!(s.try_get_log_entries(0..).await.unwrap(), vec![next]);
+        let state = s.get_log_state().await.unwrap();
+        assert_eq!(state.last_purged_log_id, Some(log_id(2, 9)));
     }
 }

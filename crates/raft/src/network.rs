@@ -39,8 +39,8 @@ use tokio::net::TcpStream;
 use crate::types::{Epoch, NodeId, SkiffRaft, Vote};
 
 /// Skiff-private API keys (outside Kafka's range, never advertised by ApiVersions); 32258 is
-/// kept for snapshots (not sent yet); 32259 is a broker-only node's metadata fetch
-/// ([`crate::observer`]).
+/// a full snapshot sent to a lagging voter ([`SnapshotRpc`]); 32259 is a broker-only node's
+/// metadata fetch ([`crate::observer`]).
 pub const RAFT_APPEND_KEY: i16 = 32_256;
 pub const RAFT_VOTE_KEY: i16 = 32_257;
 pub const RAFT_SNAPSHOT_KEY: i16 = 32_258;
@@ -321,14 +321,37 @@ impl RaftNetworkV2<SkiffRaft> for Net {
 
     async fn full_snapshot(
         &mut self,
-        _vote: Vote,
-        _snapshot: SkiffSnapshot,
-        _cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
-        _option: RPCOption,
+        vote: Vote,
+        snapshot: SkiffSnapshot,
+        cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        option: RPCOption,
     ) -> Result<SnapshotResponse<SkiffRaft>, StreamingError<SkiffRaft>> {
-        // Never reached: the quorum builds no snapshots and never purges its log (image_sm).
-        Err(StreamingError::Unreachable(Unreachable::from_string(
-            "metadata snapshots are not sent yet",
-        )))
+        // The whole `.checkpoint` file in one request (metadata snapshots are small); the
+        // receiver checks it as it checks a file read from disk (crate::checkpoint).
+        let rpc = SnapshotRpc {
+            vote,
+            meta: snapshot.meta,
+            data: snapshot.snapshot,
+        };
+        let ttl = option.hard_ttl();
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            r = self.call(RAFT_SNAPSHOT_KEY, rpc, ttl) => r.map_err(|f| match f {
+                Fail::Unreachable(m) => StreamingError::Unreachable(Unreachable::from_string(m)),
+                Fail::Network(m) => StreamingError::Network(NetworkError::from_string(m)),
+                Fail::Refused(r) => {
+                    StreamingError::Unreachable(Unreachable::from_string(r.to_string()))
+                }
+            }),
+        }
     }
+}
+
+/// A full snapshot sent to a lagging voter: the leader's vote, openraft's meta and the
+/// `.checkpoint` file's bytes.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SnapshotRpc {
+    pub vote: Vote,
+    pub meta: crate::checkpoint::Meta,
+    pub data: Vec<u8>,
 }

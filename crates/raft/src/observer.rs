@@ -12,6 +12,10 @@
 //! brokers keep a copy, Skiff's do not yet). The answer names the voter's known leader and
 //! term, which tells the broker where the active controller is.
 //!
+//! When the entries it needs were purged behind a snapshot, the voter answers with its newest
+//! `.checkpoint` file instead; the observer checks it, replaces its image with the snapshot's
+//! and asks again from the entry after it.
+//!
 //! Refusals: a voter of another cluster or with another voter list refuses; that is fatal for
 //! the observer (it stops with the message), since it was configured for another quorum.
 //!
@@ -56,6 +60,10 @@ pub struct ObserveAnswer {
     /// The last index the voter has applied: everything up to it is committed.
     pub applied_index: Option<u64>,
     pub entries: Vec<ObservedEntry>,
+    /// Set instead of entries when the observer's next entry was purged: the voter's newest
+    /// `.checkpoint` file ([`crate::checkpoint`]).
+    #[serde(default)]
+    pub snapshot: Option<Vec<u8>>,
 }
 
 /// One committed entry: its Raft index, its base offset in `__cluster_metadata-0`, and its
@@ -306,6 +314,18 @@ impl Observer {
     /// Applies an answer's entries in index order; `Err` only for undecodable records.
     fn apply(&self, answer: ObserveAnswer) -> Result<(), String> {
         let mut s = self.state.lock();
+        if let Some(bytes) = &answer.snapshot {
+            let d = crate::checkpoint::decode(bytes)
+                .map_err(|e| format!("the metadata snapshot a voter sent: {e}"))?;
+            let image = crate::ImageStateMachine::image_of(&d.records)
+                .map_err(|e| format!("the metadata snapshot a voter sent: {e}"))?;
+            let next = d.meta.last_log_id.map_or(0, |l| l.index + 1);
+            if next > s.next_index {
+                self.sink.reset(image, d.id.end_offset);
+                s.next_index = next;
+                tracing::info!(file = %d.id.file_name(), "installed a metadata snapshot from a voter");
+            }
+        }
         for e in &answer.entries {
             if e.index != s.next_index {
                 // Not the entry expected next (an answer to an older request): ask again.

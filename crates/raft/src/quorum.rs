@@ -42,8 +42,8 @@ use tokio::sync::watch;
 use crate::KafkaLogStore;
 use crate::image_sm::ImageStateMachine;
 use crate::network::{
-    Envelope, Network, RAFT_APPEND_KEY, RAFT_OBSERVE_KEY, RAFT_VOTE_KEY, Refusal, Sender,
-    decode_request, encode_response,
+    Envelope, Network, RAFT_APPEND_KEY, RAFT_OBSERVE_KEY, RAFT_SNAPSHOT_KEY, RAFT_VOTE_KEY,
+    Refusal, Sender, SnapshotRpc, decode_request, encode_response,
 };
 use crate::observer::{OBSERVE_MAX_ENTRIES, ObserveAnswer, ObserveRequest, ObservedEntry};
 use crate::types::{NodeId, Op, SkiffRaft};
@@ -65,6 +65,32 @@ pub struct QuorumConfig {
     pub clock: Clock,
     /// How long a write waits for this node to become a ready leader.
     pub lead_wait: Duration,
+    /// When snapshots are taken and how much log is kept behind them.
+    pub snapshots: SnapshotSettings,
+}
+
+/// When the quorum writes a metadata snapshot (Kafka's keys) and what it purges then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotSettings {
+    /// `metadata.log.max.record.bytes.between.snapshots`: a snapshot once this many batch
+    /// bytes were applied since the last one.
+    pub max_bytes_between: u64,
+    /// `metadata.log.max.snapshot.interval.ms`: a snapshot at least this often while entries
+    /// are applied (0: only by bytes).
+    pub max_interval_ms: u64,
+    /// `skiff.metadata.log.snapshot.keep.entries`: entries kept in the log behind the newest
+    /// snapshot (a voter lagging by fewer is sent entries, by more the snapshot).
+    pub keep_entries: u64,
+}
+
+impl Default for SnapshotSettings {
+    fn default() -> Self {
+        SnapshotSettings {
+            max_bytes_between: 20 * 1024 * 1024,
+            max_interval_ms: 3_600_000,
+            keep_entries: 1000,
+        }
+    }
 }
 
 impl QuorumConfig {
@@ -161,7 +187,10 @@ impl Quorum {
             election_timeout_min: (election / 2).max(25),
             election_timeout_max: election,
             heartbeat_interval: (election / 4).max(10),
+            // Snapshots are triggered by `snapshot_trigger` (Kafka's byte and time bounds).
             snapshot_policy: SnapshotPolicy::Never,
+            max_in_snapshot_log_to_keep: cfg.snapshots.keep_entries,
+            install_snapshot_timeout: election.saturating_mul(10),
             ..Config::default()
         }
         .validate()
@@ -191,10 +220,11 @@ impl Quorum {
             .iter()
             .map(|(id, h, p)| (NodeId(*id), BasicNode::new(format!("{h}:{p}"))))
             .collect();
-        // A log that holds entries holds the membership written first; the metrics show it
-        // once the core has loaded the log, which may be after `Raft::new` returns.
-        let (log_start, log_end, _) = store.offsets();
-        let stored = if log_end > log_start {
+        // A log that ever held entries holds the membership written first (or a snapshot
+        // does); the metrics show it once the core has loaded the log, which may be after
+        // `Raft::new` returns.
+        let (_, log_end, _) = store.offsets();
+        let stored = if log_end > 0 {
             raft.wait(Some(Duration::from_secs(30)))
                 .metrics(
                     |m| m.membership_config.log_id().is_some(),
@@ -236,6 +266,12 @@ impl Quorum {
                 .await
                 .map_err(other)?;
         }
+        tokio::spawn(snapshot_trigger(
+            raft.clone(),
+            sm.clone(),
+            cfg.snapshots,
+            cfg.clock.clone(),
+        ));
         Ok(Quorum {
             raft,
             store,
@@ -313,6 +349,17 @@ impl Quorum {
         let answer = match key {
             RAFT_APPEND_KEY => self.serve(&body, |rpc| self.raft.append_entries(rpc)).await,
             RAFT_VOTE_KEY => self.serve(&body, |rpc| self.raft.vote(rpc)).await,
+            RAFT_SNAPSHOT_KEY => {
+                self.serve(&body, |rpc: SnapshotRpc| {
+                    tracing::info!(leader = %rpc.vote.leader_id.voted_for, bytes = rpc.data.len(), "a metadata snapshot from the leader");
+                    let snapshot = openraft::storage::Snapshot {
+                        meta: rpc.meta,
+                        snapshot: rpc.data,
+                    };
+                    self.raft.install_full_snapshot(rpc.vote, snapshot)
+                })
+                .await
+            }
             RAFT_OBSERVE_KEY => self.serve_observer(&body).await,
             _ => return None,
         };
@@ -362,10 +409,26 @@ impl Quorum {
             epoch,
             applied_index: applied,
             entries: Vec::new(),
+            snapshot: None,
         };
         let Some(last) = applied.filter(|a| *a >= next) else {
             return Ok(answer);
         };
+        if next < self.store.start_index() {
+            // The entries it needs were purged: it gets the newest snapshot instead.
+            let dir = self.store.dir();
+            let latest = tokio::task::spawn_blocking(move || crate::checkpoint::latest(&dir))
+                .await
+                .map_err(|e| Refusal::Raft(e.to_string()))?
+                .map_err(|e| Refusal::Raft(format!("reading the metadata snapshot: {e}")))?;
+            let Some((_, bytes)) = latest else {
+                return Err(Refusal::Raft(format!(
+                    "metadata entry {next} was purged and no snapshot covers it"
+                )));
+            };
+            answer.snapshot = Some(bytes);
+            return Ok(answer);
+        }
         let to =
             last.min(next.saturating_add(req.max_entries.clamp(1, OBSERVE_MAX_ENTRIES) as u64 - 1));
         let store = self.store.clone();
@@ -483,6 +546,51 @@ impl Quorum {
             Ok(m) => Err(m.current_leader.map(|l| l.0)),
             Err(_) => Err(None),
         }
+    }
+}
+
+/// Takes a snapshot when `settings` say one is due: once the applied batch bytes since the
+/// last one reach `max_bytes_between`, or `max_interval_ms` after the last one while entries
+/// were applied since (Kafka's `metadata.log.max.record.bytes.between.snapshots` and
+/// `metadata.log.max.snapshot.interval.ms`). Ends when the Raft node shuts down.
+async fn snapshot_trigger(
+    raft: MetaRaft,
+    sm: ImageStateMachine,
+    settings: SnapshotSettings,
+    clock: Clock,
+) {
+    let mut applied = sm.applied();
+    let interval = i64::try_from(settings.max_interval_ms).unwrap_or(i64::MAX);
+    let tick = Duration::from_secs(1);
+    let mut last = clock.now_ms();
+    loop {
+        tokio::select! {
+            r = applied.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep(tick) => {}
+        }
+        if raft.metrics().borrow_watched().state == ServerState::Shutdown {
+            return;
+        }
+        let (bytes, entries) = sm.since_snapshot();
+        let by_time = interval > 0 && clock.now_ms().saturating_sub(last) >= interval;
+        if entries == 0 || !(bytes >= settings.max_bytes_between || by_time) {
+            continue;
+        }
+        let Some(index) = sm.last_applied_index() else {
+            continue;
+        };
+        if raft.trigger().snapshot().await.is_err() {
+            return;
+        }
+        last = clock.now_ms();
+        // One at a time: wait for it (or give up after a while and look again).
+        let _ = raft
+            .wait(Some(Duration::from_secs(30)))
+            .metrics(
+                move |m| m.snapshot.is_some_and(|s| s.index >= index),
+                "the metadata snapshot is built",
+            )
+            .await;
     }
 }
 

@@ -60,6 +60,7 @@ pub fn open_quorum(
         dir: metadata_dir.to_path_buf(),
         clock: clock.clone(),
         lead_wait,
+        snapshots: q.snapshots,
     };
     let voters = cfg.voter_string();
     let quorum = tokio::runtime::Handle::current()

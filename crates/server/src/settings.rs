@@ -49,6 +49,8 @@ impl ListenerSettings {
     }
 }
 
+pub use skiff_raft::quorum::SnapshotSettings;
+
 /// The static Raft quorum this node is a voter or an observer of (Kafka's KRaft keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuorumSettings {
@@ -64,6 +66,9 @@ pub struct QuorumSettings {
     pub broker: bool,
     /// `process.roles` has `controller`: a voter; otherwise an observer of the voters.
     pub voter: bool,
+    /// `metadata.log.max.record.bytes.between.snapshots`, `metadata.log.max.snapshot.interval.ms`
+    /// and `skiff.metadata.log.snapshot.keep.entries`.
+    pub snapshots: SnapshotSettings,
 }
 
 /// Broker settings the server acts on (Kafka key names in the field docs).

@@ -51,6 +51,15 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
                 session_timeout_ms: ms("broker.session.timeout.ms", 9000),
                 broker: k.broker,
                 voter: k.controller,
+                snapshots: skiff_server::settings::SnapshotSettings {
+                    max_bytes_between: ms(
+                        "metadata.log.max.record.bytes.between.snapshots",
+                        20 * 1024 * 1024,
+                    )
+                    .max(1),
+                    max_interval_ms: ms("metadata.log.max.snapshot.interval.ms", 3_600_000),
+                    keep_entries: ms("skiff.metadata.log.snapshot.keep.entries", 1000),
+                },
             }
         });
     s.listeners = cfg

@@ -152,6 +152,7 @@ pub static SKIFF_BROKER_KEYS: &[KeySpec] = &[
     k("skiff.log.scrub.enable", ConfigType::Boolean, Some("true"), DynamicMode::ClusterWide, Support::Implemented, "Run the background log scrubber: verifies every sealed segment's CRCs and quarantines corrupt batches (CORRUPT_MESSAGE to consumers, logged at ERROR, shown in the admin view)."),
     k("skiff.log.scrub.interval.ms", ConfigType::Long, Some("604800000"), DynamicMode::ClusterWide, Support::Implemented, "A sealed segment is verified again this long after its last verification (progress survives restarts)."),
     k("skiff.log.scrub.io.max.bytes.per.second", ConfigType::Double, Some("1.048576E7"), DynamicMode::ClusterWide, Support::Implemented, "The most bytes per second the log scrubber reads (it runs at nice 10)."),
+    k("skiff.metadata.log.snapshot.keep.entries", ConfigType::Long, Some("1000"), DynamicMode::ReadOnly, Support::Implemented, "Metadata log entries kept behind the newest metadata snapshot (a voter that lags by fewer is sent entries, by more the snapshot)."),
 ];
 
 /// Looks a broker key up in Kafka's table, then Skiff's.
