@@ -63,6 +63,8 @@ pub const APIS: &[ApiEntry] = &[
     // Issue 16: KRaft's broker lifecycle RPCs, served on controller listeners only.
     api("BrokerRegistration", 0, 4),
     api("BrokerHeartbeat", 0, 1),
+    // Issue 17: a partition leader's ISR change, at the active controller.
+    api("AlterPartition", 0, 3),
     // Issue 16: a broker's producer id block from the active controller.
     api("AllocateProducerIds", 0, 0),
 ];

@@ -398,6 +398,13 @@ impl BrokerConfig {
         self.value(key).and_then(|v| v.trim().parse().ok())
     }
 
+    /// A key's value as text, trimmed; `None` when unset or empty.
+    pub fn get_str(&self, key: &str) -> Option<String> {
+        self.value(key)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
     pub fn get_bool(&self, key: &str) -> Option<bool> {
         self.value(key)
             .and_then(|v| v.trim().to_ascii_lowercase().parse().ok())

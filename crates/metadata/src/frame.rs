@@ -22,7 +22,8 @@ pub enum Record {
     Topic(TopicRecord),
     Partition(PartitionRecord),
     /// Replayed with Kafka's merge rules (absent fields unchanged); emitted by the
-    /// controller when fencing, unfencing or a controlled shutdown moves leaders and ISRs.
+    /// controller when fencing, unfencing or a controlled shutdown moves leaders and ISRs,
+    /// and for a leader's AlterPartition (its new ISR).
     PartitionChange(PartitionChangeRecord),
     Config(ConfigRecord),
     RemoveTopic(RemoveTopicRecord),

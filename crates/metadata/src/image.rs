@@ -72,6 +72,30 @@ pub struct PartitionInfo {
     pub partition_epoch: i32,
 }
 
+impl PartitionInfo {
+    /// Applies one `PartitionChangeRecord` of this partition (Kafka's
+    /// `PartitionRegistration.merge`; the module's merge rules).
+    pub(crate) fn merge(&mut self, r: &PartitionChangeRecord) {
+        let set = |field: &mut Vec<i32>, new: &Option<Vec<i32>>| {
+            if let Some(v) = new {
+                field.clone_from(v);
+            }
+        };
+        set(&mut self.replicas, &r.replicas);
+        set(&mut self.isr, &r.isr);
+        set(&mut self.adding_replicas, &r.adding_replicas);
+        set(&mut self.removing_replicas, &r.removing_replicas);
+        if r.leader != NO_LEADER_CHANGE {
+            self.leader = r.leader;
+            self.leader_epoch = self.leader_epoch.saturating_add(1);
+        }
+        if r.leader_recovery_state >= 0 {
+            self.leader_recovery_state = r.leader_recovery_state;
+        }
+        self.partition_epoch = self.partition_epoch.saturating_add(1);
+    }
+}
+
 /// One listener of a registered broker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerEndpoint {
@@ -227,23 +251,7 @@ impl MetadataImage {
             );
             return;
         };
-        let set = |field: &mut Vec<i32>, new: &Option<Vec<i32>>| {
-            if let Some(v) = new {
-                field.clone_from(v);
-            }
-        };
-        set(&mut p.replicas, &r.replicas);
-        set(&mut p.isr, &r.isr);
-        set(&mut p.adding_replicas, &r.adding_replicas);
-        set(&mut p.removing_replicas, &r.removing_replicas);
-        if r.leader != NO_LEADER_CHANGE {
-            p.leader = r.leader;
-            p.leader_epoch = p.leader_epoch.saturating_add(1);
-        }
-        if r.leader_recovery_state >= 0 {
-            p.leader_recovery_state = r.leader_recovery_state;
-        }
-        p.partition_epoch = p.partition_epoch.saturating_add(1);
+        p.merge(r);
     }
 
     fn apply_config(&mut self, r: &ConfigRecord) {

@@ -55,8 +55,9 @@ pub mod snapshot;
 mod store;
 
 pub use controller::{
-    BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, HeartbeatReply, Request,
-    Response, handle,
+    BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, HeartbeatReply, IsrChange,
+    IsrChangeResult, IsrState, IsrTopic, IsrTopicResult, Request, Response, TopicRef,
+    UNCHECKED_BROKER_EPOCH, handle,
 };
 pub use frame::Record;
 pub use image::{
@@ -157,6 +158,8 @@ pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
     )))
 }
 
+#[cfg(test)]
+mod alter_partition_tests;
 #[cfg(test)]
 mod controller_tests;
 #[cfg(test)]

@@ -350,11 +350,23 @@ impl MetadataStore {
         Ok(response)
     }
 
-    /// Creates a topic with `partitions` partitions and config overrides.
+    /// Creates a topic with `partitions` partitions of one replica and config overrides.
     pub fn create_topic(
         &self,
         name: &str,
         partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<TopicInfo, MetadataError> {
+        self.create_topic_with(name, partitions, 1, configs)
+    }
+
+    /// Creates a topic with `partitions` partitions of `replication_factor` replicas each,
+    /// placed over the registered brokers, and config overrides.
+    pub fn create_topic_with(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
         configs: BTreeMap<String, String>,
     ) -> Result<TopicInfo, MetadataError> {
         let mut w = self.writer.lock();
@@ -362,8 +374,7 @@ impl MetadataStore {
             name: name.to_string(),
             topic_id: Uuid::new_v4(),
             partitions,
-            // Skiff's brokers do not replicate yet: one replica per partition.
-            replication_factor: 1,
+            replication_factor,
             assignments: Vec::new(),
             configs,
         };
@@ -492,6 +503,27 @@ impl MetadataStore {
         };
         match self.submit(&mut w, &request)? {
             Response::ProducerIds(block) => Ok(block),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// AlterPartition from the leader `broker_id` at `broker_epoch` (this node must be the
+    /// active controller): per topic and partition, the state after the change (committed)
+    /// or why it was refused.
+    pub fn alter_partition(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+        topics: Vec<crate::IsrTopic>,
+    ) -> Result<Vec<crate::IsrTopicResult>, MetadataError> {
+        let mut w = self.writer.lock();
+        let request = Request::AlterPartition {
+            broker_id,
+            broker_epoch,
+            topics,
+        };
+        match self.submit(&mut w, &request)? {
+            Response::AlterPartition(answers) => Ok(answers),
             r => Err(unexpected(r)),
         }
     }

@@ -285,10 +285,10 @@ impl Probe for FetchResponsePartitionData {
 #[test]
 fn supported_api_versions_lists_the_table() {
     let list = supported_api_versions();
-    assert_eq!(list.len(), 40);
-    for key in [62, 63, 67] {
-        // BrokerRegistration, BrokerHeartbeat, AllocateProducerIds: the cluster's controller
-        // RPCs.
+    assert_eq!(list.len(), 41);
+    for key in [56, 62, 63, 67] {
+        // AlterPartition, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds: the
+        // cluster's controller RPCs.
         assert!(
             list.iter().any(|a| a.api_key == key),
             "api key {key} listed"

@@ -79,6 +79,8 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+#[cfg(test)]
+mod eligibility_tests;
 mod partition;
 mod read;
 #[cfg(test)]

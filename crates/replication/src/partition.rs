@@ -111,6 +111,9 @@ pub struct Partition {
     isr_in_flight: Option<Vec<ReplicaId>>,
     /// The LEO when this node became leader at `leader_epoch` (ISR-eligibility floor).
     leader_epoch_start: Offset,
+    /// Replicas whose broker is fenced, in controlled shutdown or unregistered (Kafka's
+    /// `isReplicaIsrEligible`): never waited for outside the ISR, never proposed into it.
+    ineligible: Vec<ReplicaId>,
     log_start: Offset,
     log_end: Offset,
     durable_end: Offset,
@@ -133,6 +136,7 @@ impl Partition {
             followers: Vec::new(),
             isr_in_flight: None,
             leader_epoch_start: 0,
+            ineligible: Vec::new(),
             log_start: 0,
             log_end: 0,
             durable_end: 0,
@@ -186,6 +190,10 @@ impl Partition {
     }
     pub fn config(&self) -> PartitionConfig {
         self.config
+    }
+    /// The log end when this node became leader at its current epoch.
+    pub fn leader_epoch_start(&self) -> Offset {
+        self.leader_epoch_start
     }
     /// The number of parked acks.
     pub fn pending_acks(&self) -> usize {
@@ -344,6 +352,18 @@ impl Partition {
         fx
     }
 
+    /// The replicas whose brokers may not join the ISR now (fenced, shutting down, gone), from
+    /// the metadata image: a caught-up follower among them no longer holds the HW back.
+    pub fn set_ineligible(&mut self, ids: Vec<ReplicaId>, now: i64) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        if ids == self.ineligible {
+            return fx;
+        }
+        self.ineligible = ids;
+        self.after_change(now, &mut fx);
+        fx
+    }
+
     /// The AlterPartition in flight was refused or lost: another may be proposed.
     pub fn on_isr_proposal_failed(&mut self) {
         self.isr_in_flight = None;
@@ -493,8 +513,9 @@ impl Partition {
         f.last_fetch_ms = now;
         f.leader_end_at_last_fetch = leader_end;
         let mut fx = Vec::new();
-        let eligible =
-            fetch_offset >= self.high_watermark && fetch_offset >= self.leader_epoch_start;
+        let eligible = fetch_offset >= self.high_watermark
+            && fetch_offset >= self.leader_epoch_start
+            && !self.ineligible.contains(&replica);
         if eligible && !self.isr.contains(&replica) && self.isr_in_flight.is_none() {
             let mut isr = self.isr.clone();
             isr.push(replica);
@@ -679,7 +700,9 @@ impl Partition {
         let maximal = self.maximal_isr();
         let mut target = self.acked_end();
         for f in &self.followers {
-            if maximal.contains(&f.id) || self.caught_up(f, now) {
+            if maximal.contains(&f.id)
+                || (self.caught_up(f, now) && !self.ineligible.contains(&f.id))
+            {
                 target = target.min(f.log_end_offset.max(0));
             }
         }

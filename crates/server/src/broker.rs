@@ -305,12 +305,30 @@ impl Broker {
         partitions: i32,
         configs: BTreeMap<String, String>,
     ) -> Result<TopicInfo, TopicError> {
+        let rf = self.settings.default_replication_factor;
+        self.create_topic_rf(name, partitions, rf, configs)
+    }
+
+    /// [`Broker::create_topic`] with `replication_factor` replicas per partition.
+    pub fn create_topic_rf(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+    ) -> Result<TopicInfo, TopicError> {
         let log_config = self.validate_new_topic(name, partitions, &configs)?;
         if !crate::cluster::is_controller(self) {
             // issue 16: created by the active controller; this node hosts its partitions once
             // the image shows them.
             if let Some(me) = self.me.upgrade() {
-                crate::cluster::create_topic_on_controller(&me, name, partitions, configs);
+                crate::cluster::create_topic_on_controller(
+                    &me,
+                    name,
+                    partitions,
+                    replication_factor,
+                    configs,
+                );
             }
             return Err(TopicError::new(
                 ErrorCode::LeaderNotAvailable,
@@ -319,7 +337,7 @@ impl Broker {
         }
         let info = self
             .metadata
-            .create_topic(name, partitions, configs)
+            .create_topic_with(name, partitions, replication_factor, configs)
             .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
         // The image now assigns the partitions to this node: the replica manager hosts them.
         self.replicas

@@ -184,6 +184,8 @@ pub fn start(broker: &Arc<Broker>, listeners: &[BoundListener]) {
         .collect();
     tokio::spawn(reconcile_loop(Arc::clone(broker), quorum.clone()));
     if q.broker {
+        crate::replica::fetcher::start(broker, q.fetcher.clone());
+        crate::replica::isr::start(broker, q.fetcher.lag_time_max_ms);
         tokio::spawn(lifecycle(
             Arc::clone(broker),
             quorum.clone(),
@@ -448,6 +450,7 @@ pub fn create_topic_on_controller(
     broker: &Arc<Broker>,
     name: &str,
     partitions: i32,
+    replication_factor: i16,
     configs: std::collections::BTreeMap<String, String>,
 ) {
     if !broker.peers.creating.lock().insert(name.to_string()) {
@@ -457,7 +460,7 @@ pub fn create_topic_on_controller(
         topics: vec![skiff_protocol::CreatableTopic {
             name: name.to_string(),
             num_partitions: partitions,
-            replication_factor: -1,
+            replication_factor,
             configs: configs
                 .into_iter()
                 .map(|(k, v)| skiff_protocol::CreatableTopicConfig {

@@ -42,6 +42,8 @@ pub struct PartRequest {
     pub fetch_offset: i64,
     pub partition_max_bytes: i32,
     pub current_leader_epoch: i32,
+    /// A follower's `LastFetchedEpoch` (-1: none).
+    pub last_fetched_epoch: i32,
 }
 
 /// What the broker last reported for a partition of a session.
@@ -252,6 +254,7 @@ mod tests {
             fetch_offset: off,
             partition_max_bytes: 1024,
             current_leader_epoch: -1,
+            last_fetched_epoch: -1,
         }
     }
 

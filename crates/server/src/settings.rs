@@ -69,6 +69,9 @@ pub struct QuorumSettings {
     /// `metadata.log.max.record.bytes.between.snapshots`, `metadata.log.max.snapshot.interval.ms`
     /// and `skiff.metadata.log.snapshot.keep.entries`.
     pub snapshots: SnapshotSettings,
+    /// `inter.broker.listener.name` and `replica.fetch.*`: how this broker's fetchers reach
+    /// the leaders of the partitions it follows.
+    pub fetcher: crate::replica::fetcher::FetcherSettings,
 }
 
 /// Broker settings the server acts on (Kafka key names in the field docs).

@@ -60,6 +60,27 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
                     max_interval_ms: ms("metadata.log.max.snapshot.interval.ms", 3_600_000),
                     keep_entries: ms("skiff.metadata.log.snapshot.keep.entries", 1000),
                 },
+                fetcher: skiff_server::replica::fetcher::FetcherSettings {
+                    listener: cfg
+                        .get_str("inter.broker.listener.name")
+                        .or_else(|| {
+                            cfg.listeners()
+                                .iter()
+                                .find(|l| !k.is_controller_listener(&l.name))
+                                .map(|l| l.name.clone())
+                        })
+                        .unwrap_or_else(|| "PLAINTEXT".to_string()),
+                    wait_max_ms: i32::try_from(ms("replica.fetch.wait.max.ms", 500)).unwrap_or(500),
+                    partition_max_bytes: i32::try_from(ms("replica.fetch.max.bytes", 1 << 20))
+                        .unwrap_or(1 << 20),
+                    response_max_bytes: i32::try_from(ms(
+                        "replica.fetch.response.max.bytes",
+                        10 << 20,
+                    ))
+                    .unwrap_or(10 << 20),
+                    backoff_ms: ms("replica.fetch.backoff.ms", 1000),
+                    lag_time_max_ms: ms("replica.lag.time.max.ms", 30_000),
+                },
             }
         });
     s.listeners = cfg

@@ -52,6 +52,9 @@ pub struct LogConfig {
     pub delivery_delay_default_ms: i64,
     /// `delivery.delay.exceed.policy=clamp` (else `reject`).
     pub delivery_delay_clamp: bool,
+    /// `min.insync.replicas`: what acks=all needs (the replication core reads it; storage
+    /// does not), as in Kafka's `LogConfig`.
+    pub min_insync_replicas: i32,
     // compaction (issue 7): what the log cleaner reads (spec §3.1, §3.3).
     pub min_cleanable_dirty_ratio: f64,
     pub min_compaction_lag_ms: i64,
@@ -104,6 +107,7 @@ impl Default for LogConfig {
             delivery_delay_max_ms: 900_000,
             delivery_delay_default_ms: 0,
             delivery_delay_clamp: false,
+            min_insync_replicas: 1,
             min_cleanable_dirty_ratio: 0.5,
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
@@ -146,6 +150,8 @@ pub const LOG_CONFIG_KEYS: &[&str] = &[
     "delivery.delay.max.ms",
     "delivery.delay.default.ms",
     "delivery.delay.exceed.policy",
+    // replication (issue 17)
+    "min.insync.replicas",
     // compaction (issue 7)
     "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
@@ -312,6 +318,9 @@ impl LogConfig {
                         )));
                     }
                 }
+            }
+            "min.insync.replicas" => {
+                self.min_insync_replicas = parse_i32(key, value, 1, i64::from(i32::MAX))? as i32
             }
             // compaction (issue 7)
             "min.cleanable.dirty.ratio" => {

@@ -142,6 +142,18 @@ impl Log {
     pub fn leader_epochs(&self) -> &LeaderEpochCache {
         &self.epochs
     }
+
+    /// A new leader records `(epoch, log end)` in its epoch cache before its first append
+    /// (Kafka's `makeLeader`), so OffsetForLeaderEpoch and a follower's divergence check see
+    /// the epoch at once. An epoch not newer than the latest recorded changes nothing.
+    pub fn assign_epoch_start(&mut self, epoch: i32) -> Result<()> {
+        let leo = self.log_end_offset;
+        if epoch >= 0 && self.epochs.latest_epoch().is_none_or(|e| epoch > e) {
+            self.epochs.assign(epoch, leo);
+            self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+        }
+        Ok(())
+    }
     pub fn sync(&self) -> &Arc<SyncState> {
         &self.sync
     }

@@ -258,6 +258,22 @@ impl Cluster {
         }
     }
 
+    /// Node `i`'s (0-based) broker epoch: what the active controller answered its latest
+    /// BrokerRegistration, as the node logged it (`registered with the controller
+    /// broker_epoch=N`, INFO). Panics if the node has not registered (or logs below INFO).
+    pub fn broker_epoch(&self, i: usize) -> i64 {
+        let logs = self.nodes[i].logs();
+        let line = logs
+            .lines()
+            .rev()
+            .find(|l| l.contains("registered with the controller"))
+            .unwrap_or_else(|| panic!("node {} logged no registration", i + 1));
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix("broker_epoch="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("node {}: no broker_epoch in {line:?}", i + 1))
+    }
+
     /// Waits until the Metadata of each node in `on` (0-based) lists exactly the broker ids
     /// `ids` and a controller.
     pub fn wait_brokers(&self, on: &[usize], ids: &[i32], within: Duration) {

@@ -7,8 +7,8 @@
 //! log offset and the placement start offset in [`Ctx`] and any fresh id (topic id,
 //! incarnation id) in the request, so the same inputs give the same records.
 //!
-//! Submodules: `brokers` (registration, [`BrokerHeartbeats`]: heartbeats, fencing, session
-//! expiry), `leadership` (Kafka's `generateLeaderAndIsrUpdates`: leaders and ISRs when a
+//! Submodules: `alter_partition` (a leader's ISR change, Kafka's AlterPartition), `brokers`
+//! (registration, [`BrokerHeartbeats`]: heartbeats, fencing, session expiry), `leadership` (Kafka's `generateLeaderAndIsrUpdates`: leaders and ISRs when a
 //! broker is fenced, unfenced or shuts down), `placement` (replica placement and manual
 //! assignments).
 //!
@@ -17,7 +17,8 @@
 //!   be committed whole or not at all (one batch in the metadata log).
 //! - The response equals what [`crate::replay`] of the records onto the image exposes
 //!   (tested: "handle then replay").
-//! - A request that changes nothing (configs already as asked) produces no records.
+//! - A request that changes nothing (configs already as asked, an AlterPartition to the
+//!   current ISR) produces no records.
 //! - New partitions are placed over the registered brokers (`placement`): leader = the first
 //!   replica that is active (registered, unfenced, not in controlled shutdown), ISR = the
 //!   active replicas, leader epoch 0, partition epoch 0. With one registered, unfenced broker
@@ -25,10 +26,15 @@
 //! - A fenced broker leads no partition: the records fencing it move its leaderships in the
 //!   same batch.
 
+mod alter_partition;
 mod brokers;
 mod leadership;
 mod placement;
 
+pub use alter_partition::{
+    IsrChange, IsrChangeResult, IsrState, IsrTopic, IsrTopicResult, TopicRef,
+    UNCHECKED_BROKER_EPOCH,
+};
 pub use brokers::{BrokerHeartbeats, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, HeartbeatReply};
 
 use std::collections::BTreeMap;
@@ -125,6 +131,13 @@ pub enum Request {
         endpoints: Vec<BrokerEndpoint>,
         rack: Option<String>,
     },
+    /// Kafka's AlterPartition from the leader `broker_id` at its `broker_epoch`: new ISRs
+    /// (`alter_partition.rs` for the rules).
+    AlterPartition {
+        broker_id: i32,
+        broker_epoch: i64,
+        topics: Vec<IsrTopic>,
+    },
 }
 
 /// What a committed request answers.
@@ -138,6 +151,8 @@ pub enum Response {
     ProducerIds(Range<i64>),
     /// RegisterBroker: the broker's epoch.
     Registered { broker_epoch: i64 },
+    /// AlterPartition: per topic and partition, the state after the change or its error.
+    AlterPartition(Vec<IsrTopicResult>),
 }
 
 /// Validates `request` against `image`; the records performing it and the response.
@@ -253,20 +268,7 @@ pub fn handle(
             broker_id,
             broker_epoch,
         } => {
-            match image.broker(*broker_id) {
-                Some(b) if b.epoch == *broker_epoch => {}
-                Some(b) => {
-                    return Err(MetadataError::StaleBrokerEpoch(format!(
-                        "Expected broker epoch {}, but got broker epoch {broker_epoch}",
-                        b.epoch
-                    )));
-                }
-                None => {
-                    return Err(MetadataError::StaleBrokerEpoch(format!(
-                        "Broker {broker_id} is not registered"
-                    )));
-                }
-            }
+            check_broker_epoch(image, *broker_id, *broker_epoch)?;
             let start = image.next_producer_id_block.max(0);
             let end = start
                 .checked_add(PRODUCER_ID_BLOCK_SIZE)
@@ -293,6 +295,30 @@ pub fn handle(
             endpoints,
             rack,
         ),
+        Request::AlterPartition {
+            broker_id,
+            broker_epoch,
+            topics,
+        } => alter_partition::alter_partition(image, *broker_id, *broker_epoch, topics),
+    }
+}
+
+/// Kafka's `ClusterControlManager.checkBrokerEpoch`: `broker_id` is registered at
+/// `broker_epoch`, else STALE_BROKER_EPOCH.
+pub(crate) fn check_broker_epoch(
+    image: &MetadataImage,
+    broker_id: i32,
+    broker_epoch: i64,
+) -> Result<(), MetadataError> {
+    match image.broker(broker_id) {
+        Some(b) if b.epoch == broker_epoch => Ok(()),
+        Some(b) => Err(MetadataError::StaleBrokerEpoch(format!(
+            "Expected broker epoch {}, but got broker epoch {broker_epoch}",
+            b.epoch
+        ))),
+        None => Err(MetadataError::StaleBrokerEpoch(format!(
+            "No broker registration found for broker id {broker_id}"
+        ))),
     }
 }
 

@@ -42,6 +42,7 @@ pub enum ApiKey {
     ListPartitionReassignments = 46,
     OffsetDelete = 47,
     DescribeQuorum = 55,
+    AlterPartition = 56,
     DescribeCluster = 60,
     DescribeProducers = 61,
     BrokerRegistration = 62,
@@ -87,6 +88,7 @@ impl ApiKey {
         ApiKey::ListPartitionReassignments,
         ApiKey::OffsetDelete,
         ApiKey::DescribeQuorum,
+        ApiKey::AlterPartition,
         ApiKey::DescribeCluster,
         ApiKey::DescribeProducers,
         ApiKey::BrokerRegistration,
@@ -132,6 +134,7 @@ impl ApiKey {
             46 => Some(ApiKey::ListPartitionReassignments),
             47 => Some(ApiKey::OffsetDelete),
             55 => Some(ApiKey::DescribeQuorum),
+            56 => Some(ApiKey::AlterPartition),
             60 => Some(ApiKey::DescribeCluster),
             61 => Some(ApiKey::DescribeProducers),
             62 => Some(ApiKey::BrokerRegistration),
@@ -179,6 +182,7 @@ impl ApiKey {
             ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
             ApiKey::OffsetDelete => "OffsetDelete",
             ApiKey::DescribeQuorum => "DescribeQuorum",
+            ApiKey::AlterPartition => "AlterPartition",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::DescribeProducers => "DescribeProducers",
             ApiKey::BrokerRegistration => "BrokerRegistration",
@@ -225,6 +229,7 @@ impl ApiKey {
             ApiKey::ListPartitionReassignments => (0, 0),
             ApiKey::OffsetDelete => (0, 0),
             ApiKey::DescribeQuorum => (0, 2),
+            ApiKey::AlterPartition => (0, 3),
             ApiKey::DescribeCluster => (0, 1),
             ApiKey::DescribeProducers => (0, 0),
             ApiKey::BrokerRegistration => (0, 4),
@@ -277,6 +282,7 @@ impl ApiKey {
             }
             ApiKey::OffsetDelete => <OffsetDeleteRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeQuorum => <DescribeQuorumRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::AlterPartition => <AlterPartitionRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationRequest as Codec>::FLEXIBLE_MIN,
@@ -335,6 +341,7 @@ impl ApiKey {
             }
             ApiKey::OffsetDelete => <OffsetDeleteResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeQuorum => <DescribeQuorumResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::AlterPartition => <AlterPartitionResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationResponse as Codec>::FLEXIBLE_MIN,
@@ -388,6 +395,7 @@ pub enum RequestBody {
     ListPartitionReassignments(ListPartitionReassignmentsRequest),
     OffsetDelete(OffsetDeleteRequest),
     DescribeQuorum(DescribeQuorumRequest),
+    AlterPartition(AlterPartitionRequest),
     DescribeCluster(DescribeClusterRequest),
     DescribeProducers(DescribeProducersRequest),
     BrokerRegistration(BrokerRegistrationRequest),
@@ -434,6 +442,7 @@ impl RequestBody {
             RequestBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             RequestBody::OffsetDelete(_) => ApiKey::OffsetDelete,
             RequestBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            RequestBody::AlterPartition(_) => ApiKey::AlterPartition,
             RequestBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             RequestBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             RequestBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
@@ -526,6 +535,9 @@ impl RequestBody {
             ApiKey::DescribeQuorum => {
                 RequestBody::DescribeQuorum(DescribeQuorumRequest::decode(buf, version)?)
             }
+            ApiKey::AlterPartition => {
+                RequestBody::AlterPartition(AlterPartitionRequest::decode(buf, version)?)
+            }
             ApiKey::DescribeCluster => {
                 RequestBody::DescribeCluster(DescribeClusterRequest::decode(buf, version)?)
             }
@@ -594,6 +606,7 @@ impl RequestBody {
             RequestBody::ListPartitionReassignments(b) => b.encode(out, version),
             RequestBody::OffsetDelete(b) => b.encode(out, version),
             RequestBody::DescribeQuorum(b) => b.encode(out, version),
+            RequestBody::AlterPartition(b) => b.encode(out, version),
             RequestBody::DescribeCluster(b) => b.encode(out, version),
             RequestBody::DescribeProducers(b) => b.encode(out, version),
             RequestBody::BrokerRegistration(b) => b.encode(out, version),
@@ -640,6 +653,7 @@ impl RequestBody {
             RequestBody::ListPartitionReassignments(b) => b.encoded_size(version),
             RequestBody::OffsetDelete(b) => b.encoded_size(version),
             RequestBody::DescribeQuorum(b) => b.encoded_size(version),
+            RequestBody::AlterPartition(b) => b.encoded_size(version),
             RequestBody::DescribeCluster(b) => b.encoded_size(version),
             RequestBody::DescribeProducers(b) => b.encoded_size(version),
             RequestBody::BrokerRegistration(b) => b.encoded_size(version),
@@ -808,6 +822,11 @@ impl From<DescribeQuorumRequest> for RequestBody {
         RequestBody::DescribeQuorum(b)
     }
 }
+impl From<AlterPartitionRequest> for RequestBody {
+    fn from(b: AlterPartitionRequest) -> Self {
+        RequestBody::AlterPartition(b)
+    }
+}
 impl From<DescribeClusterRequest> for RequestBody {
     fn from(b: DescribeClusterRequest) -> Self {
         RequestBody::DescribeCluster(b)
@@ -888,6 +907,7 @@ pub enum ResponseBody {
     ListPartitionReassignments(ListPartitionReassignmentsResponse),
     OffsetDelete(OffsetDeleteResponse),
     DescribeQuorum(DescribeQuorumResponse),
+    AlterPartition(AlterPartitionResponse),
     DescribeCluster(DescribeClusterResponse),
     DescribeProducers(DescribeProducersResponse),
     BrokerRegistration(BrokerRegistrationResponse),
@@ -934,6 +954,7 @@ impl ResponseBody {
             ResponseBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             ResponseBody::OffsetDelete(_) => ApiKey::OffsetDelete,
             ResponseBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+            ResponseBody::AlterPartition(_) => ApiKey::AlterPartition,
             ResponseBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             ResponseBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             ResponseBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
@@ -1030,6 +1051,9 @@ impl ResponseBody {
             ApiKey::DescribeQuorum => {
                 ResponseBody::DescribeQuorum(DescribeQuorumResponse::decode(buf, version)?)
             }
+            ApiKey::AlterPartition => {
+                ResponseBody::AlterPartition(AlterPartitionResponse::decode(buf, version)?)
+            }
             ApiKey::DescribeCluster => {
                 ResponseBody::DescribeCluster(DescribeClusterResponse::decode(buf, version)?)
             }
@@ -1098,6 +1122,7 @@ impl ResponseBody {
             ResponseBody::ListPartitionReassignments(b) => b.encode(out, version),
             ResponseBody::OffsetDelete(b) => b.encode(out, version),
             ResponseBody::DescribeQuorum(b) => b.encode(out, version),
+            ResponseBody::AlterPartition(b) => b.encode(out, version),
             ResponseBody::DescribeCluster(b) => b.encode(out, version),
             ResponseBody::DescribeProducers(b) => b.encode(out, version),
             ResponseBody::BrokerRegistration(b) => b.encode(out, version),
@@ -1144,6 +1169,7 @@ impl ResponseBody {
             ResponseBody::ListPartitionReassignments(b) => b.encoded_size(version),
             ResponseBody::OffsetDelete(b) => b.encoded_size(version),
             ResponseBody::DescribeQuorum(b) => b.encoded_size(version),
+            ResponseBody::AlterPartition(b) => b.encoded_size(version),
             ResponseBody::DescribeCluster(b) => b.encoded_size(version),
             ResponseBody::DescribeProducers(b) => b.encoded_size(version),
             ResponseBody::BrokerRegistration(b) => b.encoded_size(version),
@@ -1312,6 +1338,11 @@ impl From<DescribeQuorumResponse> for ResponseBody {
         ResponseBody::DescribeQuorum(b)
     }
 }
+impl From<AlterPartitionResponse> for ResponseBody {
+    fn from(b: AlterPartitionResponse) -> Self {
+        ResponseBody::AlterPartition(b)
+    }
+}
 impl From<DescribeClusterResponse> for ResponseBody {
     fn from(b: DescribeClusterResponse) -> Self {
         ResponseBody::DescribeCluster(b)
@@ -1450,6 +1481,9 @@ impl crate::Request for OffsetDeleteRequest {
 }
 impl crate::Request for DescribeQuorumRequest {
     type Response = DescribeQuorumResponse;
+}
+impl crate::Request for AlterPartitionRequest {
+    type Response = AlterPartitionResponse;
 }
 impl crate::Request for DescribeClusterRequest {
     type Response = DescribeClusterResponse;

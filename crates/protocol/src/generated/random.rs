@@ -2694,6 +2694,105 @@ impl Random for BrokerHeartbeatResponse {
     }
 }
 
+impl Random for AlterPartitionRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.broker_id = rng.i32();
+        this.broker_epoch = rng.i64();
+        this.topics = rng.vec(|rng| AlterPartitionRequestTopicData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterPartitionRequestTopicData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        if version <= 1 {
+            this.topic_name = rng.string();
+        }
+        if version >= 2 {
+            this.topic_id = rng.uuid();
+        }
+        this.partitions = rng.vec(|rng| AlterPartitionRequestPartitionData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterPartitionRequestPartitionData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.leader_epoch = rng.i32();
+        if version <= 2 {
+            this.new_isr = rng.long_vec(|rng| rng.i32());
+        }
+        if version == 3 {
+            this.new_isr_with_epochs = rng.vec(|rng| BrokerState::random(rng, version));
+        }
+        if version >= 1 {
+            this.leader_recovery_state = rng.i8();
+        }
+        this.partition_epoch = rng.i32();
+
+        this
+    }
+}
+
+impl Random for BrokerState {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.broker_id = rng.i32();
+        this.broker_epoch = rng.i64();
+
+        this
+    }
+}
+
+impl Random for AlterPartitionResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.topics = rng.vec(|rng| AlterPartitionResponseTopicData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterPartitionResponseTopicData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        if version <= 1 {
+            this.topic_name = rng.string();
+        }
+        if version >= 2 {
+            this.topic_id = rng.uuid();
+        }
+        this.partitions = rng.vec(|rng| AlterPartitionResponsePartitionData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterPartitionResponsePartitionData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.error_code = rng.i16();
+        this.leader_id = rng.i32();
+        this.leader_epoch = rng.i32();
+        this.isr = rng.long_vec(|rng| rng.i32());
+        if version >= 1 {
+            this.leader_recovery_state = rng.i8();
+        }
+        this.partition_epoch = rng.i32();
+
+        this
+    }
+}
+
 impl Random for AllocateProducerIdsRequest {
     fn random(rng: &mut TestRng, _version: i16) -> Self {
         let mut this = Self::default();
@@ -3418,6 +3517,9 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
         ApiKey::BrokerHeartbeat => {
             RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest::random(rng, version))
         }
+        ApiKey::AlterPartition => {
+            RequestBody::AlterPartition(AlterPartitionRequest::random(rng, version))
+        }
         ApiKey::AllocateProducerIds => {
             RequestBody::AllocateProducerIds(AllocateProducerIdsRequest::random(rng, version))
         }
@@ -3521,6 +3623,9 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
         }
         ApiKey::BrokerHeartbeat => {
             ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse::random(rng, version))
+        }
+        ApiKey::AlterPartition => {
+            ResponseBody::AlterPartition(AlterPartitionResponse::random(rng, version))
         }
         ApiKey::AllocateProducerIds => {
             ResponseBody::AllocateProducerIds(AllocateProducerIdsResponse::random(rng, version))

@@ -56,12 +56,20 @@ pub fn ensure_topic(
     if broker.image().topic(OFFSETS_TOPIC).is_some() {
         return Ok(());
     }
-    if settings.offsets_topic_replication_factor > 1 {
-        tracing::warn!(
-            requested = settings.offsets_topic_replication_factor,
-            "offsets.topic.replication.factor > 1 cannot be met by a single node; using 1"
-        );
-    }
+    // A cluster creates it with offsets.topic.replication.factor replicas (fewer registered
+    // brokers: the creation fails and the coordinator is not available, as in Kafka); a
+    // single node without KRaft has one broker, so one replica.
+    let rf = if broker.quorum.is_some() {
+        settings.offsets_topic_replication_factor
+    } else {
+        if settings.offsets_topic_replication_factor > 1 {
+            tracing::warn!(
+                requested = settings.offsets_topic_replication_factor,
+                "offsets.topic.replication.factor > 1 cannot be met by a single node; using 1"
+            );
+        }
+        1
+    };
     let configs: BTreeMap<String, String> = [
         ("cleanup.policy".to_string(), "compact".to_string()),
         (
@@ -70,7 +78,7 @@ pub fn ensure_topic(
         ),
     ]
     .into();
-    match broker.create_topic(OFFSETS_TOPIC, partitions, configs) {
+    match broker.create_topic_rf(OFFSETS_TOPIC, partitions, rf, configs) {
         Ok(_) => Ok(()),
         Err(_) if broker.image().topic(OFFSETS_TOPIC).is_some() => Ok(()),
         Err(e) => Err(OffsetsLogError::Create(e.message)),

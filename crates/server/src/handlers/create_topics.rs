@@ -3,7 +3,7 @@
 //! Per topic, Kafka's (KRaft controller's) checks and messages: duplicate names in one request
 //! -> INVALID_REQUEST; name rules -> INVALID_TOPIC_EXCEPTION; `num_partitions` -1 = the
 //! `num.partitions` default, otherwise >= 1 (INVALID_PARTITIONS); `replication_factor` -1 =
-//! default, 1 fine, > 1 cannot be met by one broker (INVALID_REPLICATION_FACTOR); a manual
+//! default, at most the registered brokers (else INVALID_REPLICATION_FACTOR); a manual
 //! assignment must use -1 for both and name only this broker (INVALID_REPLICA_ASSIGNMENT);
 //! configs validated with the config layer's precise INVALID_CONFIG messages; an existing topic
 //! -> TOPIC_ALREADY_EXISTS. `validate_only` runs every check and creates nothing. From v5 the
@@ -25,9 +25,6 @@ use uuid::Uuid;
 
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
-
-/// Live brokers in this cluster.
-const BROKERS: i16 = 1;
 
 /// Kafka's `QuorumController.MAX_RECORDS_PER_USER_OP`.
 pub const MAX_RECORDS_PER_REQUEST: u64 = 10_000;
@@ -129,12 +126,14 @@ fn create_one(
             "Replication factor must be larger than 0, or -1 to use the default value.",
         ));
     }
-    if replication_factor > BROKERS {
+    // Registered brokers (a single node without KRaft registrations is one).
+    let brokers = i16::try_from(broker.image().brokers().count().max(1)).unwrap_or(i16::MAX);
+    if replication_factor > brokers {
         return Err(TopicError::new(
             ErrorCode::InvalidReplicationFactor,
             format!(
                 "Unable to replicate the partition {replication_factor} time(s): The target replication factor of \
-                 {replication_factor} cannot be reached because only {BROKERS} broker(s) are registered."
+                 {replication_factor} cannot be reached because only {brokers} broker(s) are registered."
             ),
         ));
     }
@@ -162,7 +161,7 @@ fn create_one(
                 "This node is not the active controller and could not reach one; retry.",
             ));
         }
-        let info = broker.create_topic(&t.name, partitions, configs)?;
+        let info = broker.create_topic_rf(&t.name, partitions, replication_factor, configs)?;
         (Uuid::from_bytes(info.id), info.partitions)
     };
     Ok(CreatableTopicResult {

@@ -69,6 +69,8 @@ struct PartResult {
     error: ErrorCode,
     reported: Reported,
     records: Option<FileRegion>,
+    /// A follower's log diverges: (epoch, end offset), answered at once (KIP-320).
+    diverging: Option<(i32, i64)>,
 }
 
 impl PartResult {
@@ -128,7 +130,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
     let broker = Arc::clone(broker);
     let deadline = broker.deadline_after(std::time::Duration::from_millis(max_wait_ms));
     Reply::Later(Box::pin(async move {
-        let results = long_poll(&broker, &plan, limits, deadline).await;
+        let results = long_poll(&broker, &plan, limits, deadline, results).await;
         ResponseBody::Fetch(respond(&broker, version, mode, results, limits))
     }))
 }
@@ -139,6 +141,7 @@ async fn long_poll(
     plan: &[PartRequest],
     limits: Limits,
     deadline: Instant,
+    first: Vec<PartResult>,
 ) -> Vec<PartResult> {
     let waiter = Arc::new(Notify::new());
     let tps: Vec<TopicPartition> = plan
@@ -151,7 +154,11 @@ async fn long_poll(
         broker.replicas.waiters.register(&tps, &waiter);
         let image = broker.image();
         let results = read_plan(broker, &image, plan, limits);
-        if ready(&results, limits) || broker.tokio_now() >= deadline || *shutdown.borrow() {
+        if ready(&results, limits)
+            || hw_moved(&first, &results, limits)
+            || broker.tokio_now() >= deadline
+            || *shutdown.borrow()
+        {
             return results;
         }
         tokio::select! {
@@ -164,7 +171,20 @@ async fn long_poll(
 
 fn ready(results: &[PartResult], limits: Limits) -> bool {
     let bytes: usize = results.iter().map(PartResult::bytes).sum();
-    bytes >= limits.min_bytes || results.iter().any(|r| r.error != ErrorCode::None)
+    bytes >= limits.min_bytes
+        || results
+            .iter()
+            .any(|r| r.error != ErrorCode::None || r.diverging.is_some())
+}
+
+/// A replica's fetch also returns when a high watermark it was told moved (Kafka waits for
+/// the next fetch; followers learn the HW, and so acks=all completes, a round trip sooner).
+fn hw_moved(first: &[PartResult], now: &[PartResult], limits: Limits) -> bool {
+    matches!(limits.reader, Reader::Replica(_))
+        && first
+            .iter()
+            .zip(now)
+            .any(|(a, b)| a.reported.high_watermark != b.reported.high_watermark)
 }
 
 /// Topic id and canonical name for a requested topic.
@@ -194,6 +214,7 @@ fn resolve(image: &MetadataImage, req: &FetchRequest, version: i16) -> Vec<PartR
                 fetch_offset: p.fetch_offset,
                 partition_max_bytes: p.partition_max_bytes,
                 current_leader_epoch: p.current_leader_epoch,
+                last_fetched_epoch: p.last_fetched_epoch,
             });
         }
     }
@@ -243,6 +264,7 @@ fn read_one(
         error,
         reported: UNKNOWN,
         records: None,
+        diverging: None,
     };
     let by_id = !req.key.topic_id.is_nil();
     let info = match image.topic(&req.key.topic) {
@@ -256,6 +278,7 @@ fn read_one(
         min_one_message,
         reader: limits.reader,
         current_leader_epoch: req.current_leader_epoch,
+        last_fetched_epoch: req.last_fetched_epoch,
     };
     let read = match broker.replicas.read(info, req.key.partition, &params) {
         Ok(r) => r,
@@ -280,6 +303,7 @@ fn read_one(
                 error: ErrorCode::None,
                 reported,
                 records,
+                diverging: read.diverging,
             }
         }
         Err(e) => {
@@ -344,6 +368,12 @@ fn respond(
             log_start_offset: r.reported.log_start_offset,
             aborted_transactions: limits.read_committed.then(Vec::new),
             preferred_read_replica: -1,
+            diverging_epoch: match r.diverging {
+                Some((epoch, end_offset)) => {
+                    skiff_protocol::FetchResponseEpochEndOffset { epoch, end_offset }
+                }
+                None => Default::default(),
+            },
             records: Some(match r.records {
                 Some(region) => Records::File(region),
                 None => Records::default(),

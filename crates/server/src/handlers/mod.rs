@@ -20,6 +20,7 @@ use crate::broker::Broker;
 
 pub mod allocate_producer_ids;
 pub mod alter_configs;
+pub mod alter_partition;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
 pub mod api_versions;
@@ -156,6 +157,7 @@ pub const CONTROLLER_APIS: &[ApiKey] = &[
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::AllocateProducerIds,
+    ApiKey::AlterPartition,
 ];
 
 /// Produce versions below this are advertised (librdkafka needs min 0 to enable compression,
@@ -251,6 +253,7 @@ pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
         RequestBody::BrokerRegistration(r) => broker_registration::handle(ctx, r),
         RequestBody::BrokerHeartbeat(r) => broker_heartbeat::handle(ctx, r),
         RequestBody::AllocateProducerIds(r) => allocate_producer_ids::handle(ctx, r),
+        RequestBody::AlterPartition(r) => alter_partition::handle(ctx, r),
         // Every API the codec knows is served today; keep the arm for APIs added later.
         #[allow(unreachable_patterns)]
         other => Reply::Close(format!("{} is not served", other.api_key().name())),

@@ -114,9 +114,16 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
     if pending.is_empty() {
         return Reply::Now(ResponseBody::Produce(response));
     }
+    // acks=-1 waits at most the request's timeout_ms (Kafka's DelayedProduce); acks=1 only
+    // ever waits for the leader's own fsync on a durable topic, which has no deadline.
+    let deadline = (acks == -1).then(|| {
+        broker.deadline_after(std::time::Duration::from_millis(
+            u64::try_from(req.timeout_ms).unwrap_or(0),
+        ))
+    });
     Reply::Later(Box::pin(async move {
         let mut response = response;
-        complete_acks(pending, &mut response).await;
+        complete_acks(pending, &mut response, deadline).await;
         ResponseBody::Produce(response)
     }))
 }
@@ -202,11 +209,24 @@ fn failed_partition(index: i32, f: AppendError) -> PartitionProduceResponse {
     }
 }
 
-/// Waits for every parked ack (the group-commit fsync of durable topics). A failed fsync
-/// turns that partition's answer into KAFKA_STORAGE_ERROR.
-async fn complete_acks(pending: Vec<PendingAck>, response: &mut ProduceResponse) {
+/// Waits for every parked ack (the group-commit fsync of durable topics, the HW passing an
+/// acks=-1 batch) until `deadline` (acks=-1 only). A failed fsync turns that partition's answer into
+/// KAFKA_STORAGE_ERROR, the deadline into REQUEST_TIMED_OUT (the batch stays in the log, as
+/// in Kafka).
+async fn complete_acks(
+    pending: Vec<PendingAck>,
+    response: &mut ProduceResponse,
+    deadline: Option<tokio::time::Instant>,
+) {
     for p in pending {
-        let code = p.ack.await.unwrap_or(ErrorCode::KafkaStorageError);
+        let answer = match deadline {
+            Some(d) => tokio::time::timeout_at(d, p.ack).await,
+            None => Ok(p.ack.await),
+        };
+        let code = match answer {
+            Ok(answer) => answer.unwrap_or(ErrorCode::KafkaStorageError),
+            Err(_) => ErrorCode::RequestTimedOut,
+        };
         if code == ErrorCode::None {
             continue;
         }

@@ -85,7 +85,7 @@ impl ReplicaManager {
             let fx = h
                 .state
                 .lock()
-                .set_config(super::partition_config(config), now);
+                .set_config(self.partition_config(config), now);
             self.apply(&mut l, fx);
         }
     }

@@ -22,12 +22,23 @@
 //! The metadata log (`__cluster_metadata-0`) is not a replica of this manager: as in KRaft, it
 //! belongs to the metadata log implementation (`skiff_metadata::MetadataLog`).
 //!
+//! Roles follow the image too (issue 17): on every metadata change [`ReplicaManager::reconcile`]
+//! makes each hosted partition leader or follower as its registration says ([`follow`]); the
+//! partitions this node follows, with their leader and leader epoch, are published for the
+//! fetchers ([`fetcher`]), which append what the leaders send through [`follow`].
+//!
 //! Sub-modules: [`append`] (leader appends, acks, the group-commit driver), [`read`] (the one
-//! read-bound rule for Fetch and ListOffsets, OffsetForLeaderEpoch), [`admin`] (DeleteRecords,
-//! producers, log dirs, config changes, the admin port's view).
+//! read-bound rule for Fetch and ListOffsets, OffsetForLeaderEpoch; a follower's fetch on the
+//! leader), [`follow`] (role changes and the follower's side: appends, divergence,
+//! out-of-range resets), [`fetcher`] (one fetch task per leader broker), [`isr`] (ISR
+//! proposals as AlterPartition, the ticker), [`admin`]
+//! (DeleteRecords, producers, log dirs, config changes, the admin port's view).
 
 pub mod admin;
 pub mod append;
+pub mod fetcher;
+pub mod follow;
+pub mod isr;
 pub mod read;
 
 use std::collections::HashMap;
@@ -39,7 +50,7 @@ use skiff_metadata::{MetadataImage, TopicInfo};
 use skiff_replication::{Assignment, Effect, LocalLog, Partition, PartitionConfig, WaitId};
 use skiff_storage::{Log, LogConfig, LogManager, SharedLog};
 use skiff_types::{Clock, ErrorCode, TopicPartition};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::delivery::DeliveryTimer;
 use crate::waiters::AppendWaiters;
@@ -73,6 +84,15 @@ pub struct ReplicaManager {
     next_wait: AtomicU64,
     /// Producers waiting for their acks condition, by the core's wait id.
     acks: Mutex<HashMap<WaitId, oneshot::Sender<ErrorCode>>>,
+    /// The partitions this node follows (for the fetchers); the watch's value is bumped on
+    /// every change.
+    following: Mutex<HashMap<TopicPartition, follow::FollowTarget>>,
+    following_tx: watch::Sender<u64>,
+    /// ISR proposals waiting for the AlterPartition sender ([`isr`]).
+    isr_queue: Mutex<Vec<isr::IsrProposal>>,
+    isr_ready: Arc<tokio::sync::Notify>,
+    /// `replica.lag.time.max.ms`
+    lag_time_max_ms: std::sync::atomic::AtomicI64,
 }
 
 /// The image's registration of `tp` when it lists `node` as a replica: (leader, assignment).
@@ -95,11 +115,13 @@ fn assignment_of(
     })
 }
 
-/// The core's view of a partition's settings, from its log config.
-fn partition_config(c: &LogConfig) -> PartitionConfig {
+/// The core's view of a partition's settings: its log config (`flush.messages`,
+/// `min.insync.replicas`) and the broker's `replica.lag.time.max.ms`.
+fn partition_config(c: &LogConfig, lag_time_max_ms: i64) -> PartitionConfig {
     PartitionConfig {
         durable: c.is_durable(),
-        ..PartitionConfig::default()
+        min_insync_replicas: c.min_insync_replicas.max(1),
+        replica_lag_time_max_ms: lag_time_max_ms,
     }
 }
 
@@ -124,6 +146,13 @@ impl ReplicaManager {
             states: RwLock::new(HashMap::new()),
             next_wait: AtomicU64::new(1),
             acks: Mutex::new(HashMap::new()),
+            following: Mutex::new(HashMap::new()),
+            following_tx: watch::channel(0).0,
+            isr_queue: Mutex::new(Vec::new()),
+            isr_ready: Arc::new(tokio::sync::Notify::new()),
+            lag_time_max_ms: std::sync::atomic::AtomicI64::new(
+                PartitionConfig::default().replica_lag_time_max_ms,
+            ),
         });
         for (tp, log) in rm.logs.all() {
             if image
@@ -149,6 +178,32 @@ impl ReplicaManager {
 
     pub fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    fn partition_config(&self, c: &LogConfig) -> PartitionConfig {
+        let lag = self
+            .lag_time_max_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        partition_config(c, lag)
+    }
+
+    /// Sets `replica.lag.time.max.ms` for every hosted and future partition.
+    pub fn set_lag_time_max_ms(&self, ms: i64) {
+        self.lag_time_max_ms
+            .store(ms.max(1), std::sync::atomic::Ordering::Relaxed);
+        let now = self.clock.now_ms();
+        let hosted: Vec<TopicPartition> = self.states.read().keys().cloned().collect();
+        for tp in hosted {
+            let (Some(log), Some((state, _))) =
+                (self.logs.get(&tp), self.states.read().get(&tp).cloned())
+            else {
+                continue;
+            };
+            let mut l = log.lock();
+            let config = self.partition_config(l.config());
+            let fx = state.lock().set_config(config, now);
+            self.apply(&mut l, fx);
+        }
     }
 
     pub fn node_id(&self) -> i32 {
@@ -177,14 +232,16 @@ impl ReplicaManager {
             high_watermark: l.high_watermark(),
         };
         let now = self.clock.now_ms();
-        let mut p = Partition::new(self.node_id, partition_config(l.config()));
+        let mut p = Partition::new(self.node_id, self.partition_config(l.config()));
         let (leader, assignment) = assignment;
+        let epoch = assignment.leader_epoch;
         let fx = if leader == self.node_id {
             p.become_leader(assignment, local, now)
         } else {
-            // Replication (next issues) fetches from `leader`; a single node never gets here.
+            // The fetcher of `leader` fetches it (a single node never gets here).
             p.become_follower(leader, assignment, local)
         };
+        self.set_following(tp, (leader != self.node_id).then_some((leader, epoch)));
         let state = Arc::new(Mutex::new(p));
         let combiner = Arc::new(ProduceCombiner::new());
         self.states
@@ -241,6 +298,7 @@ impl ReplicaManager {
         for info in image.topics.values() {
             self.ensure_assigned_with(image, &info.name, &|| config_for(info));
         }
+        self.sync_roles(image);
         let gone: Vec<TopicPartition> = self
             .states
             .read()
@@ -269,6 +327,7 @@ impl ReplicaManager {
             if let Some((state, _)) = self.states.write().remove(&tp) {
                 state.lock().resign();
             }
+            self.set_following(&tp, None);
             if let Err(e) = self.logs.delete(&tp) {
                 tracing::error!(%tp, error = %e, "topic deleted but its log could not be removed");
             }
@@ -333,10 +392,18 @@ impl ReplicaManager {
                         let _ = tx.send(error);
                     }
                 }
-                Effect::LogEndAdvanced { .. } => {}
-                Effect::ProposeIsr { .. } => {
-                    // One replica: the ISR never changes (AlterPartition comes with replication).
-                    tracing::debug!(tp = %l.topic_partition(), "ISR change proposed on a single node; ignored");
+                // Followers long-polling the leader wait for new data, not for the HW.
+                Effect::LogEndAdvanced { .. } => moved = true,
+                Effect::ProposeIsr {
+                    isr,
+                    partition_epoch,
+                } => {
+                    tracing::debug!(tp = %l.topic_partition(), ?isr, "ISR change proposed");
+                    self.queue_isr_proposal(isr::IsrProposal {
+                        tp: l.topic_partition().clone(),
+                        partition_epoch,
+                        isr,
+                    });
                 }
             }
         }

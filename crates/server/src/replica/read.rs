@@ -1,7 +1,9 @@
 //! Reads: Fetch, ListOffsets and OffsetForLeaderEpoch, all bounded by the core's one rule
 //! (`Partition::read_bound`): a consumer reads to min(HW, DSO), or min(LSO, DSO) with
 //! read_committed; a replica id that is not a follower of this partition reads to the HW; a
-//! follower (replication, later) to the log end. The reported high watermark is always the
+//! follower to the log end. A follower's fetch first reports its log end to the core (which
+//! may move the HW and complete parked acks), unless its log diverges from this leader's
+//! (KIP-320: `DivergingEpoch` instead of records). The reported high watermark is always the
 //! real one (lag counts records still waiting for delivery); the reported LSO is capped by the
 //! DSO for consumers.
 //!
@@ -24,6 +26,8 @@ pub struct ReadParams {
     pub reader: Reader,
     /// The request's `CurrentLeaderEpoch` (-1: not given).
     pub current_leader_epoch: i32,
+    /// A follower's `LastFetchedEpoch` (-1: not given; Fetch v12+).
+    pub last_fetched_epoch: i32,
 }
 
 /// A Fetch read's answer: the bound it was read under (what the response reports) and the
@@ -32,6 +36,9 @@ pub struct ReadParams {
 pub struct PartitionRead {
     pub bound: ReadBound,
     pub result: Result<Option<FileSlice>, StorageError>,
+    /// A follower's log diverges from this leader's: `(epoch, end offset)` of the largest
+    /// epoch at or below its `LastFetchedEpoch` (KIP-320); no records then.
+    pub diverging: Option<(i32, i64)>,
 }
 
 impl ReplicaManager {
@@ -76,6 +83,16 @@ impl ReplicaManager {
         p: &ReadParams,
     ) -> Result<PartitionRead, ErrorCode> {
         let h = self.hosted(info, partition)?;
+        if let Reader::Replica(id) = p.reader
+            && let Some(diverging) = self.follower_fetch(&h, id, p)?
+        {
+            let bound = self.bounded(&h, p.reader, p.current_leader_epoch, |_, b| b)?;
+            return Ok(PartitionRead {
+                bound,
+                result: Ok(None),
+                diverging: Some(diverging),
+            });
+        }
         self.bounded(&h, p.reader, p.current_leader_epoch, |l, bound| {
             let result = l
                 .read(
@@ -85,8 +102,45 @@ impl ReplicaManager {
                     p.min_one_message,
                 )
                 .map(|r| r.slice);
-            PartitionRead { bound, result }
+            PartitionRead {
+                bound,
+                result,
+                diverging: None,
+            }
         })
+    }
+
+    /// A fetch from replica `id` on this leader (Kafka's `Partition.fetchRecords` for a
+    /// follower): a diverging log is answered with its epoch end (and its fetch offset is
+    /// not taken as its log end); otherwise its fetch offset is its log end, which may move
+    /// the HW and complete parked acks. Nothing for a replica id that is not a follower of
+    /// this partition (it reads to the HW).
+    fn follower_fetch(
+        &self,
+        h: &Hosted,
+        id: i32,
+        p: &ReadParams,
+    ) -> Result<Option<(i32, i64)>, ErrorCode> {
+        let mut l = h.log.lock();
+        let mut st = h.state.lock();
+        if !st.followers().iter().any(|f| f.id == id) {
+            return Ok(None);
+        }
+        let check = st.check_leader_epoch(p.current_leader_epoch);
+        if check != ErrorCode::None {
+            return Err(check);
+        }
+        if p.last_fetched_epoch >= 0 {
+            let leo = l.log_end_offset();
+            let (epoch, end) = l.leader_epochs().end_offset_for(p.last_fetched_epoch, leo);
+            if epoch < p.last_fetched_epoch || end < p.fetch_offset {
+                return Ok(Some((epoch, end)));
+            }
+        }
+        let fx = st.on_follower_fetch(id, p.fetch_offset, self.clock.now_ms())?;
+        drop(st);
+        self.apply(&mut l, fx);
+        Ok(None)
     }
 
     /// ListOffsets: the offset for `timestamp` (Kafka's special values included) below the
@@ -100,7 +154,24 @@ impl ReplicaManager {
         timestamp: i64,
     ) -> Result<Option<TimestampOffset>, ErrorCode> {
         let h = self.hosted(info, partition)?;
-        let current = h.state.lock().leader_epoch();
+        let (current, hw, epoch_start) = {
+            let st = h.state.lock();
+            (
+                st.leader_epoch(),
+                st.high_watermark(),
+                st.leader_epoch_start(),
+            )
+        };
+        // Kafka's `fetchOffsetForTimestamp`: a new leader whose HW has not reached the start
+        // of its epoch does not know the committed end yet: "latest" is OFFSET_NOT_AVAILABLE
+        // (retriable) for clients.
+        if timestamp == -1
+            && matches!(reader, Reader::Consumer(_))
+            && hw < epoch_start
+            && h.state.lock().role() == skiff_replication::Role::Leader
+        {
+            return Err(ErrorCode::OffsetNotAvailable);
+        }
         self.bounded(&h, reader, current_leader_epoch, |l, bound| {
             let no_epochs = l.leader_epochs().latest_epoch().is_none();
             l.offset_for_timestamp(timestamp, bound.max_offset)

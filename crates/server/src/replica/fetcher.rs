@@ -1,0 +1,352 @@
+//! The replica fetchers (issue 17 item 1): one task per leader broker that fetches every
+//! partition this node follows from it, as Kafka's `ReplicaFetcherThread` with
+//! `num.replica.fetchers=1`.
+//!
+//! Mental model: a manager task watches [`ReplicaManager::following`] and keeps one fetch
+//! task per leader broker, handing it the (partition, leader epoch) list it should fetch.
+//! A fetch task loops: for each partition it asks the replica manager for the follower's
+//! position (log end, latest epoch, log start) and sends one Fetch v17 to the leader's
+//! inter-broker listener with `ReplicaState{ReplicaId, ReplicaEpoch}`, `CurrentLeaderEpoch`
+//! and `LastFetchedEpoch` (sessionless: a full fetch each time). The leader answers as soon
+//! as it has data, a diverging epoch, an error, or a high watermark that moved (see
+//! `handlers/fetch.rs`), else after `replica.fetch.wait.max.ms`. Each partition's answer:
+//! - records and the leader's HW -> [`ReplicaManager::append_fetched`];
+//! - `DivergingEpoch` -> [`ReplicaManager::truncate_diverged`], fetched again at once;
+//! - OFFSET_OUT_OF_RANGE -> the leader's log end (ListOffsets latest as a replica) and
+//!   [`ReplicaManager::reset_out_of_range`];
+//! - NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, unknown topic: the
+//!   leader's metadata and ours disagree for now; the partition is retried after
+//!   `replica.fetch.backoff.ms` (the manager re-targets it when our image moves).
+//!
+//! A lost connection or a timeout backs off and retries (the node client reconnects).
+//!
+//! Invariants: a partition is fetched by at most one task (its leader's) at its current leader
+//! epoch; an answer for an epoch the partition is no longer followed at writes nothing (the
+//! replica manager refuses it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skiff_protocol::{
+    FetchPartition, FetchRequest, FetchRequestReplicaState, FetchTopic, ListOffsetsPartition,
+    ListOffsetsRequest, ListOffsetsTopic, RequestBody, ResponseBody,
+};
+use skiff_types::{ErrorCode, TopicPartition};
+use tokio::sync::watch;
+
+use super::follow::{FollowError, FollowerPosition};
+use crate::broker::Broker;
+
+/// How the fetchers run (Kafka's `replica.fetch.*` keys).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetcherSettings {
+    /// The listener the leaders are reached on (`inter.broker.listener.name`).
+    pub listener: String,
+    /// `replica.fetch.wait.max.ms`
+    pub wait_max_ms: i32,
+    /// `replica.fetch.max.bytes` (per partition)
+    pub partition_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes`
+    pub response_max_bytes: i32,
+    /// `replica.fetch.backoff.ms`
+    pub backoff_ms: u64,
+    /// `replica.lag.time.max.ms`: a follower not caught up for longer leaves the ISR.
+    pub lag_time_max_ms: u64,
+}
+
+impl Default for FetcherSettings {
+    fn default() -> Self {
+        FetcherSettings {
+            listener: "PLAINTEXT".into(),
+            wait_max_ms: 500,
+            partition_max_bytes: 1 << 20,
+            response_max_bytes: 10 << 20,
+            backoff_ms: 1000,
+            lag_time_max_ms: 30_000,
+        }
+    }
+}
+
+type Targets = Vec<(TopicPartition, i32)>;
+
+/// Starts the fetcher manager (cluster mode).
+pub fn start(broker: &Arc<Broker>, settings: FetcherSettings) {
+    tokio::spawn(manager(Arc::clone(broker), settings));
+}
+
+async fn manager(broker: Arc<Broker>, settings: FetcherSettings) {
+    let mut changes = broker.replicas.following_changes();
+    let mut shutdown = broker.shutdown_signal();
+    let mut tasks: HashMap<i32, watch::Sender<Targets>> = HashMap::new();
+    loop {
+        let mut by_leader: HashMap<i32, Targets> = HashMap::new();
+        for (tp, t) in broker.replicas.following() {
+            if t.leader >= 0 {
+                by_leader
+                    .entry(t.leader)
+                    .or_default()
+                    .push((tp, t.leader_epoch));
+            }
+        }
+        for (leader, mut targets) in by_leader.drain() {
+            targets.sort();
+            match tasks.get(&leader) {
+                Some(tx) => {
+                    tx.send_if_modified(|cur| {
+                        let changed = *cur != targets;
+                        *cur = targets.clone();
+                        changed
+                    });
+                }
+                None => {
+                    let (tx, rx) = watch::channel(targets);
+                    tokio::spawn(fetch_loop(
+                        Arc::clone(&broker),
+                        settings.clone(),
+                        leader,
+                        rx,
+                    ));
+                    tasks.insert(leader, tx);
+                }
+            }
+        }
+        // Leaders nothing is fetched from any more: their tasks idle on an empty list.
+        let followed: Vec<i32> = broker
+            .replicas
+            .following()
+            .iter()
+            .map(|(_, t)| t.leader)
+            .collect();
+        for (leader, tx) in &tasks {
+            if !followed.contains(leader) {
+                tx.send_if_modified(|cur| {
+                    let changed = !cur.is_empty();
+                    cur.clear();
+                    changed
+                });
+            }
+        }
+        tokio::select! {
+            r = changes.changed() => if r.is_err() { return },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// The leader's `host:port` on the fetchers' listener, from the image.
+fn leader_addr(broker: &Broker, leader: i32, listener: &str) -> Option<String> {
+    let image = broker.image();
+    let b = image.broker(leader)?;
+    let e = b
+        .endpoints
+        .iter()
+        .find(|e| e.name == listener)
+        .or_else(|| b.endpoints.first())?;
+    Some(format!("{}:{}", e.host, e.port))
+}
+
+async fn fetch_loop(
+    broker: Arc<Broker>,
+    settings: FetcherSettings,
+    leader: i32,
+    mut targets: watch::Receiver<Targets>,
+) {
+    let mut shutdown = broker.shutdown_signal();
+    let backoff = Duration::from_millis(settings.backoff_ms.max(10));
+    let timeout =
+        Duration::from_millis(u64::try_from(settings.wait_max_ms.max(0)).unwrap_or(500) + 5_000);
+    loop {
+        if broker.is_shutting_down() {
+            return;
+        }
+        let list = targets.borrow_and_update().clone();
+        if list.is_empty() {
+            tokio::select! {
+                r = targets.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+            continue;
+        }
+        let wait = match fetch_once(&broker, &settings, leader, &list, timeout).await {
+            Ok(true) => Duration::ZERO,
+            Ok(false) => backoff,
+            Err(e) => {
+                tracing::debug!(leader, error = %e, "replica fetch failed; retrying");
+                backoff
+            }
+        };
+        if !wait.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = targets.changed() => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+/// One Fetch to `leader` for `list`; `Ok(false)` when every partition needs a back-off.
+async fn fetch_once(
+    broker: &Arc<Broker>,
+    settings: &FetcherSettings,
+    leader: i32,
+    list: &[(TopicPartition, i32)],
+    timeout: Duration,
+) -> Result<bool, String> {
+    let image = broker.image();
+    let mut positions: HashMap<TopicPartition, FollowerPosition> = HashMap::new();
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for (tp, epoch) in list {
+        let Ok(pos) = broker.replicas.follower_position(tp, *epoch) else {
+            continue;
+        };
+        let Some(info) = image.topic(&tp.topic) else {
+            continue;
+        };
+        let part = FetchPartition {
+            partition: tp.partition,
+            current_leader_epoch: *epoch,
+            fetch_offset: pos.fetch_offset,
+            last_fetched_epoch: pos.last_fetched_epoch,
+            log_start_offset: pos.log_start_offset,
+            partition_max_bytes: settings.partition_max_bytes,
+            ..FetchPartition::default()
+        };
+        positions.insert(tp.clone(), pos);
+        let id = uuid::Uuid::from_bytes(info.id);
+        match topics.iter_mut().find(|t| t.topic_id == id) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(FetchTopic {
+                topic: tp.topic.clone(),
+                topic_id: id,
+                partitions: vec![part],
+            }),
+        }
+    }
+    if topics.is_empty() {
+        return Ok(false);
+    }
+    let addr = leader_addr(broker, leader, &settings.listener)
+        .ok_or_else(|| format!("no endpoint for leader {leader}"))?;
+    let request = FetchRequest {
+        replica_state: FetchRequestReplicaState {
+            replica_id: broker.node_id(),
+            replica_epoch: broker.producer_ids.registered_epoch.lock().unwrap_or(-1),
+        },
+        max_wait_ms: settings.wait_max_ms,
+        min_bytes: 1,
+        max_bytes: settings.response_max_bytes,
+        isolation_level: 0,
+        session_id: 0,
+        session_epoch: -1,
+        topics,
+        ..FetchRequest::default()
+    };
+    let client = broker.peers.client(&addr, timeout);
+    let response = match client.call_at(17, RequestBody::from(request)).await {
+        Ok(ResponseBody::Fetch(r)) => r,
+        Ok(other) => return Err(format!("unexpected answer {:?}", other.api_key())),
+        Err(e) => return Err(e.to_string()),
+    };
+    if response.error_code != 0 {
+        return Err(format!("fetch refused with error {}", response.error_code));
+    }
+    let mut progress = false;
+    for t in response.responses {
+        let Some(name) = image
+            .topic_by_id(t.topic_id.as_bytes())
+            .map(|i| i.name.clone())
+        else {
+            continue;
+        };
+        for p in t.partitions {
+            let tp = TopicPartition::new(name.clone(), p.partition_index);
+            let Some(pos) = positions.get(&tp).copied() else {
+                continue;
+            };
+            let code = ErrorCode::from_code(p.error_code).unwrap_or(ErrorCode::UnknownServerError);
+            let outcome = match code {
+                ErrorCode::None if p.diverging_epoch.epoch >= 0 => {
+                    let r = broker.replicas.truncate_diverged(
+                        &tp,
+                        pos.leader_epoch,
+                        p.diverging_epoch.epoch,
+                        p.diverging_epoch.end_offset,
+                    );
+                    r.map(|_| true)
+                }
+                ErrorCode::None => {
+                    let data = p
+                        .records
+                        .as_ref()
+                        .and_then(|r| r.as_bytes().cloned())
+                        .unwrap_or_default();
+                    let b = Arc::clone(broker);
+                    let tp2 = tp.clone();
+                    let hw = p.high_watermark;
+                    let r = tokio::task::spawn_blocking(move || {
+                        b.replicas.append_fetched(&tp2, pos.leader_epoch, &data, hw)
+                    })
+                    .await
+                    .map_err(|e| FollowError::Storage(e.to_string()))
+                    .and_then(|r| r);
+                    // Answered (data or not, after the leader's long poll): fetch again.
+                    r.map(|_| true)
+                }
+                ErrorCode::OffsetOutOfRange => {
+                    let end = leader_end(broker, &client, &tp, pos.leader_epoch).await?;
+                    broker
+                        .replicas
+                        .reset_out_of_range(&tp, pos.leader_epoch, p.log_start_offset, end)
+                        .map(|_| true)
+                }
+                other => {
+                    tracing::debug!(%tp, leader, error = ?other, "replica fetch answered an error; backing off");
+                    Ok(false)
+                }
+            };
+            match outcome {
+                Ok(moved) => progress |= moved,
+                Err(FollowError::NotFollowing(_)) => {}
+                Err(e) => {
+                    tracing::warn!(%tp, leader, error = %e, "replica fetch answer not applied")
+                }
+            }
+        }
+    }
+    Ok(progress)
+}
+
+/// The leader's log end for `tp` (ListOffsets latest as a replica).
+async fn leader_end(
+    broker: &Arc<Broker>,
+    client: &crate::node_client::NodeClient,
+    tp: &TopicPartition,
+    leader_epoch: i32,
+) -> Result<i64, String> {
+    let request = ListOffsetsRequest {
+        replica_id: broker.node_id(),
+        isolation_level: 0,
+        topics: vec![ListOffsetsTopic {
+            name: tp.topic.clone(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: tp.partition,
+                current_leader_epoch: leader_epoch,
+                timestamp: -1,
+            }],
+        }],
+        timeout_ms: 0,
+    };
+    match client.call(RequestBody::from(request)).await {
+        Ok(ResponseBody::ListOffsets(r)) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .find(|p| p.partition_index == tp.partition && p.error_code == 0)
+            .map(|p| p.offset)
+            .ok_or_else(|| format!("the leader has no log end for {tp}")),
+        Ok(other) => Err(format!("unexpected answer {:?}", other.api_key())),
+        Err(e) => Err(e.to_string()),
+    }
+}

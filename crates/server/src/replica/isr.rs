@@ -1,0 +1,214 @@
+//! ISR changes (issue 17 item 2): the leader's proposals go to the active controller as
+//! AlterPartition, and time moves every leader's state (ISR shrink, acks deadlines).
+//!
+//! Mental model: the core proposes an ISR (`Effect::ProposeIsr`: a caught-up follower joins
+//! on its fetch, a lagging one leaves on a tick) and keeps it "in flight" (at most one per
+//! partition) until it is settled. [`ReplicaManager::apply`] queues the proposal here; the
+//! sender task sends every queued proposal in one AlterPartition v3 (each new ISR member with
+//! its broker epoch) to the active controller. The answer settles it: NONE carries the
+//! committed registration, which the core takes at once (`on_isr_committed`, as Kafka's
+//! leader does with the response; the image brings the same change a little later); an
+//! error, or no answer, drops it (`on_isr_proposal_failed`) so a later fetch or tick proposes
+//! again. The ticker calls every hosted partition's `tick` every
+//! `replica.lag.time.max.ms / 2` (at most every 250 ms).
+//!
+//! Invariants: the new ISR is used only once committed (the core never takes a proposal as
+//! the ISR); a proposal of a partition this node no longer leads is dropped unsent.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skiff_protocol::{
+    AlterPartitionRequest, AlterPartitionRequestPartitionData, AlterPartitionRequestTopicData,
+    BrokerState, RequestBody, ResponseBody,
+};
+use skiff_replication::Role;
+use skiff_types::{ErrorCode, TopicPartition};
+use uuid::Uuid;
+
+use super::ReplicaManager;
+use crate::broker::Broker;
+
+/// One queued ISR proposal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IsrProposal {
+    pub tp: TopicPartition,
+    pub partition_epoch: i32,
+    pub isr: Vec<i32>,
+}
+
+impl ReplicaManager {
+    pub(super) fn queue_isr_proposal(&self, proposal: IsrProposal) {
+        self.isr_queue.lock().push(proposal);
+        self.isr_ready.notify_one();
+    }
+
+    /// The settled answer for `tp`: NONE with the committed `(partition epoch, ISR)`, or an
+    /// error (the proposal is dropped).
+    pub fn settle_isr(&self, tp: &TopicPartition, answer: Result<(i32, Vec<i32>), ErrorCode>) {
+        let Some(log) = self.logs.get(tp) else {
+            return;
+        };
+        let Some((state, _)) = self.states.read().get(tp).cloned() else {
+            return;
+        };
+        let mut l = log.lock();
+        let mut st = state.lock();
+        let fx = match answer {
+            Ok((partition_epoch, isr)) => {
+                st.on_isr_committed(partition_epoch, isr, self.clock.now_ms())
+            }
+            Err(code) => {
+                tracing::info!(%tp, ?code, "ISR change refused by the controller");
+                st.on_isr_proposal_failed();
+                Vec::new()
+            }
+        };
+        drop(st);
+        self.apply(&mut l, fx);
+    }
+
+    /// Moves time for every hosted partition (ISR shrink proposals, acks deadlines).
+    pub fn tick_all(&self) {
+        let now = self.clock.now_ms();
+        let hosted: Vec<_> = self
+            .states
+            .read()
+            .iter()
+            .map(|(tp, (st, _))| (tp.clone(), Arc::clone(st)))
+            .collect();
+        for (tp, state) in hosted {
+            if state.lock().role() != Role::Leader {
+                continue;
+            }
+            let Some(log) = self.logs.get(&tp) else {
+                continue;
+            };
+            let mut l = log.lock();
+            let fx = state.lock().tick(now);
+            self.apply(&mut l, fx);
+        }
+    }
+}
+
+/// Starts the AlterPartition sender and the ticker (cluster brokers).
+pub fn start(broker: &Arc<Broker>, lag_time_max_ms: u64) {
+    broker
+        .replicas
+        .set_lag_time_max_ms(i64::try_from(lag_time_max_ms).unwrap_or(i64::MAX));
+    tokio::spawn(sender(Arc::clone(broker)));
+    tokio::spawn(ticker(Arc::clone(broker), lag_time_max_ms));
+}
+
+async fn ticker(broker: Arc<Broker>, lag_time_max_ms: u64) {
+    let period = Duration::from_millis((lag_time_max_ms / 2).clamp(10, 250));
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        let b = Arc::clone(&broker);
+        let _ = tokio::task::spawn_blocking(move || b.replicas.tick_all()).await;
+    }
+}
+
+async fn sender(broker: Arc<Broker>) {
+    let mut shutdown = broker.shutdown_signal();
+    let ready = Arc::clone(&broker.replicas.isr_ready);
+    loop {
+        tokio::select! {
+            _ = ready.notified() => {}
+            _ = shutdown.changed() => return,
+        }
+        let queued = std::mem::take(&mut *broker.replicas.isr_queue.lock());
+        if queued.is_empty() {
+            continue;
+        }
+        send(&broker, queued).await;
+    }
+}
+
+/// One AlterPartition with every proposal of this node that it still leads.
+async fn send(broker: &Arc<Broker>, queued: Vec<IsrProposal>) {
+    let image = broker.image();
+    let rm = &broker.replicas;
+    let mut by_topic: HashMap<Uuid, AlterPartitionRequestTopicData> = HashMap::new();
+    let mut sent: Vec<TopicPartition> = Vec::new();
+    for p in queued {
+        let (Some(info), Some(epoch)) = (image.topic(&p.tp.topic), rm.leader_epoch(&p.tp)) else {
+            continue;
+        };
+        let id = Uuid::from_bytes(info.id);
+        let data = AlterPartitionRequestPartitionData {
+            partition_index: p.tp.partition,
+            leader_epoch: epoch,
+            new_isr_with_epochs: p
+                .isr
+                .iter()
+                .map(|b| BrokerState {
+                    broker_id: *b,
+                    broker_epoch: image.broker(*b).map_or(-1, |r| r.epoch),
+                })
+                .collect(),
+            partition_epoch: p.partition_epoch,
+            ..AlterPartitionRequestPartitionData::default()
+        };
+        by_topic
+            .entry(id)
+            .or_insert_with(|| AlterPartitionRequestTopicData {
+                topic_id: id,
+                ..AlterPartitionRequestTopicData::default()
+            })
+            .partitions
+            .push(data);
+        sent.push(p.tp);
+    }
+    if sent.is_empty() {
+        return;
+    }
+    let Some(broker_epoch) = *broker.producer_ids.registered_epoch.lock() else {
+        for tp in &sent {
+            rm.settle_isr(tp, Err(ErrorCode::BrokerIdNotRegistered));
+        }
+        return;
+    };
+    let request = AlterPartitionRequest {
+        broker_id: broker.node_id(),
+        broker_epoch,
+        topics: by_topic.into_values().collect(),
+    };
+    let answer = crate::cluster::call_controller(broker, RequestBody::from(request)).await;
+    let response = match answer {
+        Ok(ResponseBody::AlterPartition(r)) => r,
+        other => {
+            tracing::debug!(?other, "AlterPartition not answered; proposals dropped");
+            for tp in &sent {
+                rm.settle_isr(tp, Err(ErrorCode::RequestTimedOut));
+            }
+            return;
+        }
+    };
+    let top = ErrorCode::from_code(response.error_code).unwrap_or(ErrorCode::UnknownServerError);
+    let mut answered: Vec<TopicPartition> = Vec::new();
+    if top == ErrorCode::None {
+        for t in &response.topics {
+            let Some(info) = image.topic_by_id(t.topic_id.as_bytes()) else {
+                continue;
+            };
+            for p in &t.partitions {
+                let tp = TopicPartition::new(info.name.clone(), p.partition_index);
+                let result = match ErrorCode::from_code(p.error_code) {
+                    Some(ErrorCode::None) => Ok((p.partition_epoch, p.isr.clone())),
+                    other => Err(other.unwrap_or(ErrorCode::UnknownServerError)),
+                };
+                rm.settle_isr(&tp, result);
+                answered.push(tp);
+            }
+        }
+    }
+    for tp in sent.iter().filter(|tp| !answered.contains(tp)) {
+        rm.settle_isr(tp, Err(top));
+    }
+}

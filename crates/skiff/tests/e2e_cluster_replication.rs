@@ -1,0 +1,329 @@
+//! Data replication (issue 17), as real processes: 3 combined nodes, a topic with replication
+//! factor 3.
+//! - acks=all produces to the leader are answered only once the high watermark passes them,
+//!   which needs both followers to have fetched them (their fetches report their log ends);
+//! - the followers' logs hold the same batches as the leader's, byte for byte;
+//! - kill -9 of the leader: the controller fences it and elects a follower from the ISR,
+//!   which serves every acknowledged record and takes new acks=all writes;
+//! - the old leader restarts as a follower and catches up from its log end (it does not
+//!   fetch from 0: its log keeps its prefix), then rejoins the ISR (AlterPartition).
+//!
+//! Every wait polls with a deadline; per-phase timings are printed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use skiff_protocol::ResponseBody;
+use skiff_testkit::Conn;
+use skiff_testkit::client::create_topics_request;
+use skiff_testkit::cluster::{Cluster, batch};
+
+const TOPIC: &str = "rep";
+
+/// (leader, replicas, isr) of partition 0 of [`TOPIC`] in node `i`'s Metadata (leader -1
+/// and nothing else while the node does not list it yet).
+fn registration(c: &Cluster, i: usize) -> (i32, Vec<i32>, Vec<i32>) {
+    let m = c.metadata(i);
+    let Some(p) = m
+        .topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some(TOPIC))
+        .and_then(|t| t.partitions.first())
+    else {
+        return (-1, Vec::new(), Vec::new());
+    };
+    let mut replicas = p.replica_nodes.clone();
+    replicas.sort_unstable();
+    let mut isr = p.isr_nodes.clone();
+    isr.sort_unstable();
+    (p.leader_id, replicas, isr)
+}
+
+fn wait_until<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < until, "never {what} within {within:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The batches (raw bytes) in a partition dir's segment files, in offset order.
+fn batches_in(dir: &Path) -> Vec<Vec<u8>> {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect()
+        })
+        .unwrap_or_default();
+    logs.sort();
+    let mut out = Vec::new();
+    for path in logs {
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        for b in skiff_record::batches(&bytes) {
+            let Ok((_, view)) = b else { break };
+            out.push(view.bytes().to_vec());
+        }
+    }
+    out
+}
+
+fn partition_dir(c: &Cluster, i: usize) -> std::path::PathBuf {
+    c.temp_dir()
+        .join(format!("node-{}", i + 1))
+        .join("data")
+        .join(format!("{TOPIC}-0"))
+}
+
+/// The values of every record in `data`, in order.
+fn values(data: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in skiff_record::batches(data) {
+        let Ok((_, view)) = b else { break };
+        let recs = view.records_data(1 << 20).unwrap();
+        for r in skiff_record::records(&recs, view.records_count()) {
+            let r = r.unwrap();
+            out.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn e2e_cluster_replication_acks_all_failover_and_catch_up() {
+    let t0 = Instant::now();
+    let mut c = Cluster::start(3, &[("replica.fetch.backoff.ms", "100")]);
+    c.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
+    let mut req = create_topics_request(TOPIC, 1, &[]);
+    req.topics[0].replication_factor = 3;
+    let ResponseBody::CreateTopics(r) = Conn::open(c.ports[0].0).call(7, req) else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let (leader, replicas, isr) =
+        wait_until("the topic with a leader", Duration::from_secs(15), || {
+            let r = registration(&c, 0);
+            (r.0 > 0).then_some(r)
+        });
+    assert_eq!(replicas, vec![1, 2, 3]);
+    assert_eq!(isr, vec![1, 2, 3]);
+    eprintln!(
+        "phase start + RF=3 topic (leader {leader}): {:?}",
+        t0.elapsed()
+    );
+
+    // acks=all: each answer needs both followers to have fetched the batch.
+    let t = Instant::now();
+    let l = (leader - 1) as usize;
+    let mut conn = Conn::open(c.ports[l].0);
+    // The leader hosts the partition once its own image shows it.
+    wait_until(
+        "the leader hosting the partition",
+        Duration::from_secs(10),
+        || {
+            let f = Conn::open(c.ports[l].0).fetch(TOPIC, 0, 0, 1024);
+            (f.error_code == 0).then_some(())
+        },
+    );
+    for i in 0..20 {
+        let (code, offset) = conn.produce(TOPIC, 0, batch(&format!("v{i:02}")));
+        assert_eq!((code, offset), (0, i), "acks=all produce {i}");
+    }
+    eprintln!("phase 20 acks=all produces: {:?}", t.elapsed());
+
+    // Every replica's log holds the same batches.
+    let leader_batches = batches_in(&partition_dir(&c, l));
+    assert_eq!(leader_batches.len(), 20);
+    for i in (0..3).filter(|i| *i != l) {
+        wait_until(
+            &format!("node {} holding the leader's batches", i + 1),
+            Duration::from_secs(10),
+            || (batches_in(&partition_dir(&c, i)) == leader_batches).then_some(()),
+        );
+    }
+
+    // kill -9 the leader: a follower from the ISR takes over with every acknowledged record.
+    let t = Instant::now();
+    c.nodes[l].kill9();
+    let other = (0..3).find(|i| *i != l).unwrap();
+    let (new_leader, _, isr) = wait_until("a new leader", Duration::from_secs(15), || {
+        let r = registration(&c, other);
+        (r.0 > 0 && r.0 != leader).then_some(r)
+    });
+    assert!(
+        !isr.contains(&leader),
+        "the dead leader left the ISR: {isr:?}"
+    );
+    let nl = (new_leader - 1) as usize;
+    let got = wait_until("the new leader serving", Duration::from_secs(10), || {
+        let f = Conn::open(c.ports[nl].0).fetch(TOPIC, 0, 0, 1 << 20);
+        (f.error_code == 0 && f.high_watermark == 20).then_some(f)
+    });
+    let want: Vec<String> = (0..20).map(|i| format!("v{i:02}")).collect();
+    assert_eq!(values(&skiff_testkit::client::records_of(&got)), want);
+    let mut conn = Conn::open(c.ports[nl].0);
+    for i in 20..30 {
+        let (code, offset) = conn.produce(TOPIC, 0, batch(&format!("v{i:02}")));
+        assert_eq!(
+            (code, offset),
+            (0, i),
+            "acks=all produce {i} to the new leader"
+        );
+    }
+    eprintln!(
+        "phase kill -9 leader {leader} -> leader {new_leader}, 10 more acks=all: {:?}",
+        t.elapsed()
+    );
+
+    // The old leader returns as a follower and catches up from its own log end.
+    let t = Instant::now();
+    c.nodes[l].restart();
+    wait_until(
+        "the old leader holding all 30 batches",
+        Duration::from_secs(20),
+        || (batches_in(&partition_dir(&c, l)).len() == 30).then_some(()),
+    );
+    let new_batches = batches_in(&partition_dir(&c, nl));
+    assert_eq!(batches_in(&partition_dir(&c, l)), new_batches);
+    assert!(
+        !c.nodes[l].logs().contains("restarting the log there"),
+        "the old leader fetched from scratch"
+    );
+    eprintln!(
+        "phase old leader caught up as a follower: {:?}",
+        t.elapsed()
+    );
+
+    // Caught up, it rejoins the ISR: the leader's AlterPartition, committed by the controller.
+    let t = Instant::now();
+    wait_until(
+        "the ISR back to 3 replicas",
+        Duration::from_secs(15),
+        || {
+            let (_, _, isr) = registration(&c, other);
+            (isr == vec![1, 2, 3]).then_some(())
+        },
+    );
+    eprintln!("phase ISR expanded back to 3: {:?}", t.elapsed());
+
+    for n in &mut c.nodes {
+        assert!(n.sigterm().success());
+    }
+    eprintln!("total: {:?}", t0.elapsed());
+}
+
+/// One acks=all produce of `value` to `port` with a 1.5 s timeout: (error code, base offset).
+fn produce_all(port: u16, value: &str) -> (i16, i64) {
+    let mut req = skiff_testkit::client::produce_request(TOPIC, 0, batch(value), -1);
+    req.timeout_ms = 1500;
+    let ResponseBody::Produce(r) = Conn::open(port).call(11, req) else {
+        panic!("not a Produce response")
+    };
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// `min.insync.replicas=3` on RF=3 (Kafka's rules, issue 17 item 3): a SIGSTOPped follower
+/// stalls acks=all writes (REQUEST_TIMED_OUT, or NOT_ENOUGH_REPLICAS / _AFTER_APPEND once the
+/// ISR shrank), never acknowledging one; SIGCONT: it catches up, rejoins the ISR and writes
+/// are acknowledged again; every acknowledged record is read back exactly once.
+#[test]
+fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
+    const NOT_ENOUGH_REPLICAS: i16 = 19;
+    const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
+    const REQUEST_TIMED_OUT: i16 = 7;
+    let t0 = Instant::now();
+    let mut c = Cluster::start(
+        3,
+        &[
+            ("replica.fetch.backoff.ms", "100"),
+            ("replica.lag.time.max.ms", "1500"),
+        ],
+    );
+    c.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
+    let mut req = create_topics_request(TOPIC, 1, &[("min.insync.replicas", "3")]);
+    req.topics[0].replication_factor = 3;
+    let ResponseBody::CreateTopics(r) = Conn::open(c.ports[0].0).call(7, req) else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let (leader, _, _) = wait_until("the topic with a leader", Duration::from_secs(15), || {
+        let r = registration(&c, 0);
+        (r.0 > 0 && r.2.len() == 3).then_some(r)
+    });
+    let l = (leader - 1) as usize;
+    let port = c.ports[l].0;
+    let mut acked: Vec<String> = Vec::new();
+    wait_until(
+        "a first acknowledged write",
+        Duration::from_secs(10),
+        || (produce_all(port, "first").0 == 0).then_some(()),
+    );
+    acked.push("first".into());
+    eprintln!(
+        "phase start, RF=3 min.insync.replicas=3: {:?}",
+        t0.elapsed()
+    );
+
+    // SIGSTOP a follower that is not the active controller (the quorum stays whole).
+    let t = Instant::now();
+    let controller = c.metadata(l).controller_id;
+    let f = (0..3)
+        .find(|i| *i != l && (*i as i32 + 1) != controller)
+        .unwrap_or_else(|| (0..3).find(|i| *i != l).unwrap());
+    c.nodes[f].signal("STOP");
+    let mut codes = Vec::new();
+    let refused = wait_until("acks=all refused with 19", Duration::from_secs(20), || {
+        let (code, _) = produce_all(port, "during");
+        codes.push(code);
+        assert!(
+            [
+                REQUEST_TIMED_OUT,
+                NOT_ENOUGH_REPLICAS,
+                NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            ]
+            .contains(&code),
+            "a write was acknowledged with a follower stopped: {code}"
+        );
+        (code == NOT_ENOUGH_REPLICAS).then_some(codes.clone())
+    });
+    eprintln!(
+        "phase follower {} stopped: answers {refused:?}: {:?}",
+        f + 1,
+        t.elapsed()
+    );
+
+    // SIGCONT: it catches up and rejoins; writes are acknowledged again.
+    let t = Instant::now();
+    c.nodes[f].signal("CONT");
+    wait_until(
+        "acks=all acknowledged again",
+        Duration::from_secs(30),
+        || (produce_all(port, "after").0 == 0).then_some(()),
+    );
+    acked.push("after".into());
+    let (_, _, isr) = registration(&c, l);
+    assert_eq!(isr, vec![1, 2, 3]);
+    eprintln!("phase follower resumed, ISR whole: {:?}", t.elapsed());
+
+    // Every acknowledged record, exactly once (unacknowledged "during" writes may be there
+    // too: Kafka keeps them as well).
+    let got = Conn::open(port).fetch(TOPIC, 0, 0, 1 << 20);
+    let values = values(&skiff_testkit::client::records_of(&got));
+    for a in &acked {
+        assert_eq!(
+            values.iter().filter(|v| *v == a).count(),
+            1,
+            "{a} in {values:?}"
+        );
+    }
+    for n in &mut c.nodes {
+        assert!(n.sigterm().success());
+    }
+    eprintln!("total: {:?}", t0.elapsed());
+}
