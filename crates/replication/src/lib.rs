@@ -56,9 +56,9 @@
 //! - `acks=1` on a durable topic waits for the leader's fsync (Kafka never fsyncs on the
 //!   produce path): a durable topic promises "acknowledged => fsynced", as the server did
 //!   before this crate (acks=1 and acks=-1 took the same path there).
-//! - A replica id that is not a follower of the partition reads up to the HW (the server's
-//!   pre-replication rule for `replica_id >= 0`); Kafka refuses fetches from unassigned
-//!   replicas. The replica manager may turn this into an error once followers exist.
+//! - A replica id that is not a follower of the partition reads up to the HW here (ListOffsets
+//!   with `replica_id >= 0` keeps that bound); the replica manager refuses a *Fetch* from such
+//!   an id with NOT_LEADER_OR_FOLLOWER before asking, as Kafka does.
 //!
 //! # How the server will use it
 //!

@@ -136,6 +136,18 @@ fn e2e_cluster_replication_acks_all_failover_and_catch_up() {
     }
     eprintln!("phase 20 acks=all produces: {:?}", t.elapsed());
 
+    // A replica fetch from a broker id that is not a follower of the partition is refused
+    // (Kafka's NOT_LEADER_OR_FOLLOWER), as is a follower's fetch to a node that does not lead.
+    for (node, replica) in [(l, 7), ((l + 1) % 3, ((l + 2) % 3 + 1) as i32)] {
+        let mut req = skiff_testkit::client::fetch_request(TOPIC, 0, 0, 1 << 20, -1);
+        req.replica_id = replica;
+        let ResponseBody::Fetch(r) = Conn::open(c.ports[node].0).call(12, req.clone()) else {
+            panic!("not a Fetch response")
+        };
+        let code = r.responses[0].partitions[0].error_code;
+        assert_eq!(code, 6, "replica fetch by {replica} to node {}", node + 1);
+    }
+
     // Every replica's log holds the same batches.
     let leader_batches = batches_in(&partition_dir(&c, l));
     assert_eq!(leader_batches.len(), 20);

@@ -33,6 +33,29 @@ logging.basicConfig(
 logging.getLogger("kafka.coordinator").setLevel(logging.INFO)
 
 
+def poll(c, timeout_ms):
+    """`c.poll(timeout_ms)` for a subscribed consumer, then the recovery of a join kafka-python
+    lost. Every poll of a subscribed kafka-python consumer goes through here.
+
+    kafka-python 3.0.12 can lose a rejoin (seen against Apache Kafka 4.1.1 as against Skiff):
+    `ensure_active_group` runs while `need_rejoin()` is true and, when the poll's timeout
+    expires first, leaves its JoinGroup/SyncGroup task in flight for the next poll to await.
+    When the rejoin was started by a metadata change (the leader assigned before it had the
+    topic's partitions: "No partition metadata for topic"), `need_rejoin()` is true only
+    because the assignment snapshot differs from the metadata snapshot, and the leader's own
+    assignment, inside that task, makes them equal. The next polls see `need_rejoin()` false and
+    never await the task: the SyncGroup answer is received but never applied, the member stays
+    REBALANCING with heartbeats off (commits fail "not part of an active group") and the broker
+    expires it after session.timeout.ms. A poll that ends in that state (rebalancing, nothing
+    left to rejoin for) asks for the rejoin kafka-python forgot; the next poll completes it."""
+    records = c.poll(timeout_ms=timeout_ms)
+    coordinator = c._coordinator
+    if coordinator.rebalance_in_progress() and not coordinator.need_rejoin():
+        progress({"kafka-python": "lost join task; rejoining", "client": c.config["client_id"]})
+        coordinator.request_rejoin()
+    return records
+
+
 def offset_and_metadata(offset, metadata=""):
     try:
         return OffsetAndMetadata(offset, metadata, -1)
@@ -77,7 +100,7 @@ class Adapter:
         # members can keep a group rebalancing past the test's deadline (seen twice in CI).
         first = not h[2]["joined"]
         h[2]["joined"] = True
-        batches = h[0].poll(timeout_ms=6000 if first else 100)
+        batches = poll(h[0], 6000 if first else 100)
         out = []
         for tp, records in batches.items():
             for r in records:
@@ -132,7 +155,7 @@ def zombie(p):
     a.subscribe([topic])
     deadline = time.time() + groups_common.WAIT_S
     while not a.assignment() and time.time() < deadline:
-        a.poll(timeout_ms=100)
+        poll(a, 100)
     old = a._coordinator.generation_if_stable()
     a_before = sorted(tp.partition for tp in a.assignment())
     a.commit({TopicPartition(topic, pp): offset_and_metadata(1, "alive") for pp in a_before})
@@ -140,8 +163,8 @@ def zombie(p):
     b.subscribe([topic])
     deadline = time.time() + groups_common.WAIT_S
     while time.time() < deadline:
-        a.poll(timeout_ms=50)
-        b.poll(timeout_ms=50)
+        poll(a, 50)
+        poll(b, 50)
         shares = [len(a.assignment()), len(b.assignment())]
         if all(shares) and sum(shares) == p["partitions"]:
             break
@@ -176,7 +199,7 @@ def wait_assigned(consumers, partitions):
     deadline = time.time() + groups_common.WAIT_S
     while time.time() < deadline:
         for c in consumers:
-            c.poll(timeout_ms=50)
+            poll(c, 50)
         owned = sorted(tp.partition for c in consumers for tp in c.assignment())
         if owned == list(range(partitions)) and all(c.assignment() for c in consumers):
             return True
@@ -184,11 +207,9 @@ def wait_assigned(consumers, partitions):
 
 
 def commit_settled(c, offsets):
-    """Commits once the member is out of any rebalance. kafka-python's short polls during a
-    parked JoinGroup can re-send it after the join completed (a client-side race, on Kafka too),
-    which starts another generation; the client then refuses the commit with
-    RebalanceInProgressError before sending it. Poll to finish that rebalance and retry, until
-    the deadline."""
+    """Commits once the member is out of any rebalance: while kafka-python is rebalancing it
+    refuses the commit itself (RebalanceInProgressError, nothing sent). Poll to finish that
+    rebalance (see poll()) and retry, until the deadline."""
     deadline = time.time() + groups_common.WAIT_S
     while True:
         try:
@@ -196,7 +217,7 @@ def commit_settled(c, offsets):
         except (kafka_errors.RebalanceInProgressError, kafka_errors.KafkaTimeoutError):
             if time.time() >= deadline:
                 raise
-            c.poll(timeout_ms=200)
+            poll(c, 200)
 
 
 class Joining:
@@ -216,9 +237,9 @@ class Joining:
 
     def loop(self, c, topic):
         c.subscribe([topic])
-        c.poll(timeout_ms=6000)
+        poll(c, 6000)
         while not self.stop_flag.is_set():
-            c.poll(timeout_ms=50)
+            poll(c, 50)
 
     def shares(self, partitions):
         """The members' shares once each has one and together they own every partition (polls

@@ -176,3 +176,136 @@ fn cluster_three_nodes_through_confluent_kafka_and_kafka_python() {
     }
     phase(t0, "one coordinator; the others answer NOT_COORDINATOR");
 }
+
+/// (leader, ISR size) of partition `p` of `topic` in node `i`'s Metadata ((-1, 0) if unknown).
+fn leader_of(cluster: &Cluster, i: usize, topic: &str, p: i32) -> (i32, usize) {
+    let m = cluster.metadata(i);
+    m.topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some(topic))
+        .and_then(|t| t.partitions.iter().find(|x| x.partition_index == p))
+        .map_or((-1, 0), |x| (x.leader_id, x.isr_nodes.len()))
+}
+
+fn wait_for<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < until, "never {what} within {within:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the background producer has acknowledged at least `at_least` records.
+fn wait_acked(p: &mut skiff_compat::Background, at_least: i64) -> i64 {
+    p.wait_for(Duration::from_secs(60), |line| {
+        let v: Value = serde_json::from_str(line).ok()?;
+        let acked = v["acked"].as_i64()?;
+        (acked >= at_least).then_some(acked)
+    })
+}
+
+/// Issue 17: RF=3, min.insync.replicas=2, an idempotent acks=all confluent-kafka producer
+/// writing continuously while the partition's leader is killed (kill -9) twice, each time
+/// restarted and back in the ISR before the next kill. Every acknowledged record is read back
+/// exactly once at its acknowledged offset, every sent record is stored once (the new leader
+/// has the producer state its followers replicated, so retried batches are duplicates), and
+/// the offsets are contiguous.
+#[test]
+fn cluster_idempotent_acks_all_producer_survives_leader_kills() {
+    let t0 = Instant::now();
+    let mut cluster = Cluster::start(3, &[("replica.fetch.backoff.ms", "100")]);
+    cluster.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
+    let topic = "replicated";
+    let mut req =
+        skiff_testkit::client::create_topics_request(topic, 1, &[("min.insync.replicas", "2")]);
+    req.topics[0].replication_factor = 3;
+    match Conn::open(cluster.ports[0].0).call(7, req) {
+        ResponseBody::CreateTopics(r) => assert_eq!(r.topics[0].error_code, 0, "{r:?}"),
+        other => panic!("CreateTopics answered {other:?}"),
+    }
+    wait_for("a leader and 3 in sync", Duration::from_secs(15), || {
+        let (l, isr) = leader_of(&cluster, 0, topic, 0);
+        (l > 0 && isr == 3).then_some(())
+    });
+    phase(t0, "RF=3 topic, min.insync.replicas=2");
+
+    let mut producer = skiff_compat::python_background(
+        Python::PyPi,
+        "ck.py",
+        "produce_continuously",
+        &json!({
+            "bootstrap": cluster.bootstrap(), "topic": topic, "partitions": 1,
+            "config": {
+                "enable.idempotence": true, "acks": "all", "message.timeout.ms": 60_000,
+                "request.timeout.ms": 5_000, "retry.backoff.ms": 50,
+                "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
+                "topic.metadata.refresh.interval.ms": 1_000, "linger.ms": 5,
+            },
+        }),
+    );
+    let mut acked = wait_acked(&mut producer, 200);
+    for round in 1..=2 {
+        // Every node is up at the start of a round.
+        let (leader, _) = leader_of(&cluster, 0, topic, 0);
+        let l = (leader - 1) as usize;
+        cluster.nodes[l].kill9();
+        let other = (0..3).find(|i| *i != l).unwrap();
+        wait_for("a new leader", Duration::from_secs(20), || {
+            let (nl, _) = leader_of(&cluster, other, topic, 0);
+            (nl > 0 && nl != leader).then_some(())
+        });
+        acked = wait_acked(&mut producer, acked + 200);
+        cluster.nodes[l].restart();
+        wait_for(
+            "the old leader back in the ISR",
+            Duration::from_secs(30),
+            || (leader_of(&cluster, other, topic, 0).1 == 3).then_some(()),
+        );
+        phase(
+            t0,
+            &format!(
+                "round {round}: leader {leader} killed, new leader, back in sync ({acked} acked)"
+            ),
+        );
+    }
+    acked = wait_acked(&mut producer, acked + 200);
+    let result = skiff_compat::finish_json(producer, Duration::from_secs(60));
+    assert_eq!(result["unflushed"], json!(0), "{}", result["unflushed"]);
+    assert_eq!(result["failures"], json!([]), "deliveries failed");
+    let sent = result["sent"].as_i64().unwrap();
+    let acks = result["acks"].as_array().unwrap();
+    assert_eq!(acks.len() as i64, sent, "every sent record acknowledged");
+    phase(
+        t0,
+        &format!("producer done: {sent} sent, {acked}+ acknowledged during the kills"),
+    );
+
+    let r = python(
+        Python::PyPi,
+        "ck.py",
+        "consume",
+        &json!({"bootstrap": cluster.bootstrap(), "topic": topic, "assign": [[0, 0]], "timeout_s": 30}),
+    );
+    assert_eq!(r["eof"], json!(true), "{}", r["errors"]);
+    let mut stored: std::collections::BTreeMap<i64, i64> = std::collections::BTreeMap::new();
+    let mut copies: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
+    for m in r["messages"].as_array().unwrap() {
+        let v: i64 = m["value"].as_str().unwrap().parse().unwrap();
+        stored.insert(m["offset"].as_i64().unwrap(), v);
+        *copies.entry(v).or_default() += 1;
+    }
+    let dups: Vec<_> = copies.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(dups.is_empty(), "duplicated by retries: {dups:?}");
+    assert_eq!(copies.len() as i64, sent, "every sent record stored once");
+    let offsets: Vec<i64> = stored.keys().copied().collect();
+    assert_eq!(offsets, (0..sent).collect::<Vec<_>>(), "contiguous offsets");
+    for a in acks {
+        let off = a[1].as_i64().unwrap();
+        let v: i64 = a[2].as_str().unwrap().parse().unwrap();
+        assert_eq!(stored.get(&off), Some(&v), "ack {a}");
+    }
+    phase(t0, "every acknowledged record read back once at its offset");
+}

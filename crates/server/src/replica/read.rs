@@ -1,9 +1,9 @@
 //! Reads: Fetch, ListOffsets and OffsetForLeaderEpoch, all bounded by the core's one rule
 //! (`Partition::read_bound`): a consumer reads to min(HW, DSO), or min(LSO, DSO) with
-//! read_committed; a replica id that is not a follower of this partition reads to the HW; a
-//! follower to the log end. A follower's fetch first reports its log end to the core (which
-//! may move the HW and complete parked acks), unless its log diverges from this leader's
-//! (KIP-320: `DivergingEpoch` instead of records). The reported high watermark is always the
+//! read_committed; a follower to the log end (a Fetch from a replica id that is not one is
+//! refused, NOT_LEADER_OR_FOLLOWER; ListOffsets from one reads to the HW). A follower's fetch
+//! first reports its log end to the core (which may move the HW and complete parked acks),
+//! unless its log diverges from this leader's (KIP-320: `DivergingEpoch` instead of records). The reported high watermark is always the
 //! real one (lag counts records still waiting for delivery); the reported LSO is capped by the
 //! DSO for consumers.
 //!
@@ -113,8 +113,8 @@ impl ReplicaManager {
     /// A fetch from replica `id` on this leader (Kafka's `Partition.fetchRecords` for a
     /// follower): a diverging log is answered with its epoch end (and its fetch offset is
     /// not taken as its log end); otherwise its fetch offset is its log end, which may move
-    /// the HW and complete parked acks. Nothing for a replica id that is not a follower of
-    /// this partition (it reads to the HW).
+    /// the HW and complete parked acks. A replica id that is not a follower of this partition
+    /// on this leader is refused with NOT_LEADER_OR_FOLLOWER, as Kafka does.
     fn follower_fetch(
         &self,
         h: &Hosted,
@@ -124,7 +124,9 @@ impl ReplicaManager {
         let mut l = h.log.lock();
         let mut st = h.state.lock();
         if !st.followers().iter().any(|f| f.id == id) {
-            return Ok(None);
+            // Kafka's `followerReplicaOrThrow`: a replica fetch from a broker that is not a
+            // follower of this partition here (or to a node that does not lead it).
+            return Err(ErrorCode::NotLeaderOrFollower);
         }
         let check = st.check_leader_epoch(p.current_leader_epoch);
         if check != ErrorCode::None {
