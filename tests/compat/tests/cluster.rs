@@ -309,3 +309,109 @@ fn cluster_idempotent_acks_all_producer_survives_leader_kills() {
     }
     phase(t0, "every acknowledged record read back once at its offset");
 }
+
+/// The node that coordinates `group`, asked of node `via` (`None` while it has none).
+fn coordinator_of(cluster: &Cluster, via: usize, group: &str) -> Option<i32> {
+    match Conn::open(cluster.ports[via].0).call(
+        3,
+        FindCoordinatorRequest {
+            key: group.into(),
+            key_type: 0,
+            ..Default::default()
+        },
+    ) {
+        ResponseBody::FindCoordinator(f) if f.error_code == 0 => Some(f.node_id),
+        ResponseBody::FindCoordinator(_) => None,
+        other => panic!("FindCoordinator answered {other:?}"),
+    }
+}
+
+/// Issue 17 item 7: `offsets.topic.replication.factor=3`; a confluent-kafka consumer group
+/// commits through its coordinator; the coordinator (leader of the group's
+/// `__consumer_offsets` partition) is killed (kill -9); a follower of that partition is
+/// elected, loads the group and answers the same committed offsets.
+#[test]
+fn cluster_group_offsets_survive_the_coordinator_failover() {
+    let t0 = Instant::now();
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            ("offsets.topic.replication.factor", "3"),
+            ("replica.fetch.backoff.ms", "100"),
+        ],
+    );
+    cluster.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
+    let (topic, group) = ("gf", "gf-group");
+    python(
+        Python::PyPi,
+        "cluster.py",
+        "roundtrip",
+        &json!({"bootstrap": cluster.bootstrap(), "topic": topic, "partitions": 3}),
+    );
+    let g = python(
+        Python::PyPi,
+        "cluster.py",
+        "group",
+        &json!({"bootstrap": cluster.bootstrap(), "group": group, "topic": topic,
+                "partitions": 3, "count": 6}),
+    );
+    for p in 0..3 {
+        assert_eq!(g["committed"][p.to_string()], 2, "committed before: {g}");
+    }
+    let coordinator = coordinator_of(&cluster, 0, group).expect("a coordinator");
+    phase(
+        t0,
+        &format!("group committed through coordinator {coordinator}"),
+    );
+
+    let c = (coordinator - 1) as usize;
+    cluster.nodes[c].kill9();
+    let other = (0..3).find(|i| *i != c).unwrap();
+    let (new, offsets) = wait_for(
+        "the committed offsets from a new coordinator",
+        Duration::from_secs(30),
+        || {
+            let new = coordinator_of(&cluster, other, group).filter(|n| *n != coordinator)?;
+            let ResponseBody::OffsetFetch(f) = Conn::open(cluster.ports[(new - 1) as usize].0)
+                .call(
+                    8,
+                    OffsetFetchRequest {
+                        groups: vec![OffsetFetchRequestGroup {
+                            group_id: group.into(),
+                            topics: None,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    },
+                )
+            else {
+                return None;
+            };
+            let g = &f.groups[0];
+            if g.error_code != 0 {
+                return None;
+            }
+            let mut offsets: Vec<(i32, i64)> = g
+                .topics
+                .iter()
+                .filter(|t| t.name == topic)
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(|p| (p.partition_index, p.committed_offset))
+                })
+                .collect();
+            offsets.sort_unstable();
+            Some((new, offsets))
+        },
+    );
+    assert_eq!(
+        offsets,
+        vec![(0, 2), (1, 2), (2, 2)],
+        "offsets after the failover"
+    );
+    phase(
+        t0,
+        &format!("coordinator {coordinator} killed; {new} answers the same offsets"),
+    );
+}
