@@ -339,3 +339,91 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
     }
     eprintln!("total: {:?}", t0.elapsed());
 }
+
+/// Issue 17: a follower killed with a torn tail (its active segment cut in the middle of the
+/// last batch) rejoins by truncation: storage recovery drops the torn batch, the fetcher asks
+/// from the recovered log end, and the follower ends byte-identical to the leader without
+/// fetching from 0.
+#[test]
+fn e2e_cluster_follower_with_a_torn_tail_rejoins_by_truncation() {
+    let t0 = Instant::now();
+    let mut c = Cluster::start(3, &[("replica.fetch.backoff.ms", "100")]);
+    c.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
+    let mut req = create_topics_request(TOPIC, 1, &[]);
+    req.topics[0].replication_factor = 3;
+    let ResponseBody::CreateTopics(r) = Conn::open(c.ports[0].0).call(7, req) else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let (leader, _, _) = wait_until("the topic led, 3 in sync", Duration::from_secs(15), || {
+        let r = registration(&c, 0);
+        (r.0 > 0 && r.2.len() == 3).then_some(r)
+    });
+    let l = (leader - 1) as usize;
+    let f = (l + 1) % 3;
+    wait_until(
+        "the leader hosting the partition",
+        Duration::from_secs(10),
+        || (Conn::open(c.ports[l].0).fetch(TOPIC, 0, 0, 1024).error_code == 0).then_some(()),
+    );
+    let mut conn = Conn::open(c.ports[l].0);
+    for i in 0..20 {
+        assert_eq!(conn.produce(TOPIC, 0, batch(&format!("v{i:02}"))).0, 0);
+    }
+    let leader_batches = batches_in(&partition_dir(&c, l));
+    wait_until(
+        "the follower holding 20 batches",
+        Duration::from_secs(10),
+        || (batches_in(&partition_dir(&c, f)) == leader_batches).then_some(()),
+    );
+    eprintln!("phase RF=3, 20 writes replicated: {:?}", t0.elapsed());
+
+    // kill -9 the follower and tear its last batch in half.
+    let t = Instant::now();
+    c.nodes[f].kill9();
+    let dir = partition_dir(&c, f);
+    let mut segments: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    segments.sort();
+    let active = segments.last().unwrap();
+    let len = std::fs::metadata(active).unwrap().len();
+    let last = leader_batches.last().unwrap().len() as u64;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(active)
+        .unwrap()
+        .set_len(len - last / 2)
+        .unwrap();
+    assert_eq!(batches_in(&dir).len(), 19, "the last batch is torn");
+    for i in 20..25 {
+        assert_eq!(conn.produce(TOPIC, 0, batch(&format!("v{i:02}"))).0, 0);
+    }
+
+    // Restarted, it truncates the torn batch and fetches from there.
+    c.nodes[f].restart();
+    wait_until(
+        "the follower identical to the leader",
+        Duration::from_secs(20),
+        || {
+            let want = batches_in(&partition_dir(&c, l));
+            (want.len() == 25 && batches_in(&partition_dir(&c, f)) == want).then_some(())
+        },
+    );
+    let logs = c.nodes[f].logs();
+    assert!(
+        !logs.contains("restarting the log there"),
+        "the follower fetched from scratch"
+    );
+    eprintln!(
+        "phase torn follower rejoined by truncation: {:?}",
+        t.elapsed()
+    );
+    for n in &mut c.nodes {
+        assert!(n.sigterm().success());
+    }
+    eprintln!("total: {:?}", t0.elapsed());
+}
