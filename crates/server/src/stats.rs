@@ -31,6 +31,19 @@ pub struct StatsSnapshot {
     pub sendfile: SendfileStats,
     /// Response bytes written from user-space buffers (everything that is not a file region).
     pub copied_bytes: u64,
+    /// Gauges of the partitions this node leads (issue 17), filled in by the caller.
+    pub replication: ReplicationStats,
+}
+
+/// Partitions this node leads, and how many of them lack replicas (Kafka's
+/// `UnderReplicatedPartitions` and `UnderMinIsrPartitionCount`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReplicationStats {
+    pub leader_partitions: u64,
+    /// The ISR is smaller than the replica set.
+    pub under_replicated_partitions: u64,
+    /// The ISR is smaller than `min(min.insync.replicas, replication factor)`.
+    pub under_min_isr_partitions: u64,
 }
 
 /// Incremental fetch sessions (KIP-227).
@@ -94,6 +107,7 @@ impl ServerStats {
                 bytes: get(&self.sendfile_bytes),
             },
             copied_bytes: get(&self.copied_bytes),
+            replication: ReplicationStats::default(),
         }
     }
 }

@@ -38,8 +38,11 @@ pub struct AdminArgs {
 enum AdminCommand {
     /// Every hosted partition: offsets, size and segments.
     Partitions,
-    /// One partition with every section (producers, ...).
+    /// One partition with every section (producers, replication, ...).
     Partition { topic: String, partition: i32 },
+    /// The broker's counters and gauges (fetch sessions, sendfile, under-replicated and
+    /// under-min-ISR partitions it leads).
+    Stats,
 }
 
 /// Runs one `skiff admin ...` command.
@@ -63,6 +66,7 @@ fn run_inner(args: &AdminArgs) -> Result<String, String> {
         AdminCommand::Partition { topic, partition } => {
             format!("/api/v1/partitions/{}/{partition}", path_segment(topic))
         }
+        AdminCommand::Stats => "/api/v1/stats".to_string(),
     };
     let body = get(base, &path)?;
     if args.json {
@@ -80,6 +84,12 @@ fn run_inner(args: &AdminArgs) -> Result<String, String> {
         AdminCommand::Partition { .. } => Ok(partition_block(
             &serde_json::from_str::<PartitionDetail>(&body).map_err(bad)?,
         )),
+        AdminCommand::Stats => {
+            let v: serde_json::Value = serde_json::from_str(&body).map_err(bad)?;
+            serde_json::to_string_pretty(&v)
+                .map(|t| t + "\n")
+                .map_err(|e| e.to_string())
+        }
     }
 }
 

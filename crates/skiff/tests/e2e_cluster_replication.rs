@@ -171,6 +171,15 @@ fn e2e_cluster_replication_acks_all_failover_and_catch_up() {
         !isr.contains(&leader),
         "the dead leader left the ISR: {isr:?}"
     );
+    // Its replica is offline (fenced broker), as KRaft's Metadata says.
+    let m = c.metadata(other);
+    let p = &m
+        .topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some(TOPIC))
+        .unwrap()
+        .partitions[0];
+    assert_eq!(p.offline_replicas, vec![leader], "offline replicas");
     let nl = (new_leader - 1) as usize;
     let got = wait_until("the new leader serving", Duration::from_secs(10), || {
         let f = Conn::open(c.ports[nl].0).fetch(TOPIC, 0, 0, 1 << 20);
@@ -255,6 +264,7 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
         &[
             ("replica.fetch.backoff.ms", "100"),
             ("replica.lag.time.max.ms", "1500"),
+            (skiff_testkit::cluster::ADMIN_KEY, "on"),
         ],
     );
     c.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
@@ -310,6 +320,24 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
         t.elapsed()
     );
 
+    // The operator sees it on the leader's admin port: the partition's replication section
+    // and the broker's under-replicated / under-min-ISR gauges.
+    let view = c.nodes[l].admin_cli(&["partition", TOPIC, "0"]);
+    let rep = &view["sections"]["replication"];
+    assert_eq!(rep["role"], "leader", "{view}");
+    assert_eq!(rep["under_min_isr"], true, "{view}");
+    assert_eq!(rep["under_replicated"], true, "{view}");
+    assert_eq!(rep["followers"].as_array().map(Vec::len), Some(2), "{view}");
+    let stats = c.nodes[l].admin_cli(&["stats"]);
+    assert_eq!(
+        stats["replication"]["under_min_isr_partitions"], 1,
+        "{stats}"
+    );
+    assert_eq!(
+        stats["replication"]["under_replicated_partitions"], 1,
+        "{stats}"
+    );
+
     // SIGCONT: it catches up and rejoins; writes are acknowledged again.
     let t = Instant::now();
     c.nodes[f].signal("CONT");
@@ -321,6 +349,11 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
     acked.push("after".into());
     let (_, _, isr) = registration(&c, l);
     assert_eq!(isr, vec![1, 2, 3]);
+    let stats = c.nodes[l].admin_cli(&["stats"]);
+    assert_eq!(
+        stats["replication"]["under_replicated_partitions"], 0,
+        "{stats}"
+    );
     eprintln!("phase follower resumed, ISR whole: {:?}", t.elapsed());
 
     // Every acknowledged record, exactly once (unacknowledged "during" writes may be there
@@ -424,6 +457,97 @@ fn e2e_cluster_follower_with_a_torn_tail_rejoins_by_truncation() {
     );
     for n in &mut c.nodes {
         assert!(n.sigterm().success());
+    }
+    eprintln!("total: {:?}", t0.elapsed());
+}
+
+/// A one-record batch with `value` and a `__delay_ms` header (delayed delivery, issue 8).
+fn delayed_batch(value: &str, delay_ms: u64) -> bytes::Bytes {
+    let mut b = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
+    let delay = delay_ms.to_string();
+    let headers = [skiff_record::Header {
+        key: b"__delay_ms",
+        value: Some(delay.as_bytes()),
+    }];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    b.append(now, None, Some(value.as_bytes()), &headers);
+    bytes::Bytes::from(b.build().unwrap())
+}
+
+/// Issue 17 item 7: delayed delivery keeps its order across a failover. A record delayed
+/// 6 s, then a plain one, on an RF=3 topic with `delivery.delay.enable=true`: consumers see
+/// neither on the leader; the leader is killed; the new leader (whose `.deliverafter` index
+/// was built on the replicated appends) still withholds both until the due time, then
+/// delivers them in offset order.
+#[test]
+fn e2e_cluster_delayed_delivery_survives_a_failover() {
+    let t0 = Instant::now();
+    let mut c = Cluster::start(3, &[("replica.fetch.backoff.ms", "100")]);
+    c.wait_brokers(&[0, 1, 2], &[1, 2, 3], Duration::from_secs(30));
+    let mut req = create_topics_request(TOPIC, 1, &[("delivery.delay.enable", "true")]);
+    req.topics[0].replication_factor = 3;
+    let ResponseBody::CreateTopics(r) = Conn::open(c.ports[0].0).call(7, req) else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let (leader, _, _) = wait_until("the topic led, 3 in sync", Duration::from_secs(15), || {
+        let r = registration(&c, 0);
+        (r.0 > 0 && r.2.len() == 3).then_some(r)
+    });
+    let l = (leader - 1) as usize;
+    wait_until(
+        "the leader hosting the partition",
+        Duration::from_secs(10),
+        || (Conn::open(c.ports[l].0).fetch(TOPIC, 0, 0, 1024).error_code == 0).then_some(()),
+    );
+    let mut conn = Conn::open(c.ports[l].0);
+    let sent = Instant::now();
+    assert_eq!(conn.produce(TOPIC, 0, delayed_batch("late", 6_000)), (0, 0));
+    assert_eq!(conn.produce(TOPIC, 0, batch("after")), (0, 1));
+    let f = Conn::open(c.ports[l].0).fetch(TOPIC, 0, 0, 1 << 20);
+    assert_eq!((f.error_code, f.high_watermark), (0, 2));
+    assert!(
+        values(&skiff_testkit::client::records_of(&f)).is_empty(),
+        "withheld on the leader"
+    );
+    eprintln!("phase delayed + plain record written: {:?}", t0.elapsed());
+
+    c.nodes[l].kill9();
+    let other = (0..3).find(|i| *i != l).unwrap();
+    let (new_leader, _, _) = wait_until("a new leader", Duration::from_secs(15), || {
+        let r = registration(&c, other);
+        (r.0 > 0 && r.0 != leader).then_some(r)
+    });
+    let nl = (new_leader - 1) as usize;
+    // Until the due time the new leader withholds both records; then both, in order.
+    let got = wait_until("both records delivered", Duration::from_secs(20), || {
+        let f = Conn::open(c.ports[nl].0).fetch(TOPIC, 0, 0, 1 << 20);
+        if f.error_code != 0 {
+            return None;
+        }
+        let v = values(&skiff_testkit::client::records_of(&f));
+        if sent.elapsed() < Duration::from_millis(5_500) {
+            assert!(v.is_empty(), "delivered early by the new leader: {v:?}");
+        }
+        (!v.is_empty()).then_some(v)
+    });
+    assert!(
+        sent.elapsed() >= Duration::from_millis(5_900),
+        "delivered after {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(got, vec!["late".to_string(), "after".to_string()]);
+    eprintln!(
+        "phase leader {leader} killed; leader {new_leader} delivered both in order after {:?}",
+        sent.elapsed()
+    );
+    for (i, n) in c.nodes.iter_mut().enumerate() {
+        if i != l {
+            assert!(n.sigterm().success());
+        }
     }
     eprintln!("total: {:?}", t0.elapsed());
 }

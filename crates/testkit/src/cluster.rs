@@ -19,6 +19,10 @@ use tempfile::TempDir;
 use crate::client::Conn;
 use crate::process::{Broker, free_port, skiff_binary};
 
+/// `skiff.admin.listener`: in a cluster's `extra` keys, turns every node's admin port on
+/// (ephemeral; [`Broker::admin_port`]), whatever the value.
+pub const ADMIN_KEY: &str = "skiff.admin.listener";
+
 /// The cluster id every harness cluster is formatted with.
 pub const CLUSTER_ID: &str = "c2tpZmYtY2x1c3Rlci0xNg";
 
@@ -88,7 +92,10 @@ pub fn node_properties_roles(
     }
     lines.push(format!("log.dirs={}", data.display()));
     for (k, v) in TEST_TIMERS.iter().chain(extra) {
-        lines.push(format!("{k}={v}"));
+        // The admin port is the process harness's to bind (it reads its ready line).
+        if *k != ADMIN_KEY {
+            lines.push(format!("{k}={v}"));
+        }
     }
     lines.join("\n") + "\n"
 }
@@ -154,6 +161,7 @@ impl Cluster {
             let file = configs[i].display().to_string();
             nodes[i] = Some(
                 Broker::builder()
+                    .admin(extra.iter().any(|(k, _)| *k == ADMIN_KEY))
                     .log_dirs(&[&datas[i]])
                     .serve_args(&["--config", &file])
                     .set("listeners", &listeners_of(roles[i], port, cport))

@@ -463,7 +463,11 @@ impl Broker {
         self.ready = line;
         self.admin_port = None;
         if self.settings.admin_on() {
-            let line = self.next_ready_line(&rx, "admin");
+            // A combined KRaft node prints its CONTROLLER listener's line first.
+            let mut line = self.next_ready_line(&rx, "admin");
+            while line.starts_with("skiff ready listener=") {
+                line = self.next_ready_line(&rx, "admin");
+            }
             let admin = line
                 .strip_prefix("skiff ready admin bind=127.0.0.1:")
                 .map(|_| port_of(&line))

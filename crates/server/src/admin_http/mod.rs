@@ -265,7 +265,9 @@ pub async fn stats(State(state): State<Arc<AdminState>>) -> Response {
     match loaded(&state) {
         Ok(broker) => {
             let cached = broker.fetch_sessions.lock().len();
-            Json(broker.stats.snapshot(cached)).into_response()
+            let mut snapshot = broker.stats.snapshot(cached);
+            snapshot.replication = broker.replicas.replication_stats();
+            Json(snapshot).into_response()
         }
         Err(r) => r,
     }

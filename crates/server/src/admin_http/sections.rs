@@ -1,6 +1,7 @@
 //! The extension point of `GET /api/v1/partitions/{topic}/{partition}`: per-partition
 //! sections contributed by subsystems: producer state, the log cleaner (issue 7), delayed
-//! delivery (issue 8) and integrity (quarantined ranges and scrub progress, issue 12).
+//! delivery (issue 8), integrity (quarantined ranges and scrub progress, issue 12) and
+//! replication (role, ISR, followers' lag, issue 17).
 //!
 //! Mental model: [`SECTION_PROVIDERS`] is a static list of plain functions. For a partition
 //! the broker hosts, the detail handler calls each provider in list order and puts every
@@ -34,7 +35,8 @@ use crate::broker::Broker;
 pub type SectionProvider = fn(&Broker, &TopicPartition) -> Option<(&'static str, Value)>;
 
 /// Every section provider, in the order they run. Add one line per subsystem.
-pub static SECTION_PROVIDERS: &[SectionProvider] = &[producers, cleaner, delivery, integrity];
+pub static SECTION_PROVIDERS: &[SectionProvider] =
+    &[producers, cleaner, delivery, integrity, replication];
 
 /// The most producers the `producers` section lists (the count is always exact).
 pub const PRODUCERS_LISTED_MAX: usize = 100;
@@ -97,6 +99,14 @@ pub fn integrity(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, 
     let log = broker.replicas.log_manager().get(tp)?;
     let status = log.lock().integrity_status();
     Some(("integrity", serde_json::to_value(status).ok()?))
+}
+
+/// `replication` (issue 17): role, leader, epochs, replicas, ISR, effective min ISR, HW and
+/// log end; on the leader each follower's log end, lag, last fetch and last caught-up time;
+/// `under_replicated` and `under_min_isr`.
+pub fn replication(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
+    let view = broker.replicas.replication_view(tp)?;
+    Some(("replication", serde_json::to_value(view).ok()?))
 }
 
 /// Runs every provider for one partition.

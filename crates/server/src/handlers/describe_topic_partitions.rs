@@ -101,7 +101,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeTopicPartitionsRequest) -> 
             .map(|p| {
                 let tp = TopicPartition::new(name.clone(), p);
                 let offline = any_offline && !broker.replicas.is_partition_online(&tp);
-                let m = partition_entry(p, image.partition(&name, p), offline);
+                let m = partition_entry(&image, p, image.partition(&name, p), offline);
                 DescribeTopicPartitionsResponsePartition {
                     error_code: 0,
                     partition_index: p,

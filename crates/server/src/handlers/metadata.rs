@@ -154,7 +154,7 @@ fn topic_entry(broker: &Broker, info: &TopicInfo, ops: i32) -> MetadataResponseT
             .map(|p| {
                 let tp = TopicPartition::new(info.name.clone(), p);
                 let offline = any_offline && !broker.replicas.is_partition_online(&tp);
-                partition_entry(p, image.partition(&info.name, p), offline)
+                partition_entry(&image, p, image.partition(&info.name, p), offline)
             })
             .collect(),
         topic_authorized_operations: ops,
@@ -163,8 +163,11 @@ fn topic_entry(broker: &Broker, info: &TopicInfo, ops: i32) -> MetadataResponseT
 
 /// issue 12: a partition whose log dir is offline has no leader, as KRaft's controller leaves
 /// it when the only replica's dir fails (`handleDirectoriesOffline`): LEADER_NOT_AVAILABLE,
-/// leader -1, this node in `offline_replicas`.
+/// leader -1, this node in `offline_replicas`. Issue 17: replicas on brokers that are fenced or
+/// not registered are offline too (KRaft's `getOfflineReplicas`), when the image has broker
+/// registrations at all (a single node without KRaft has none).
 pub(crate) fn partition_entry(
+    image: &skiff_metadata::MetadataImage,
     index: i32,
     registration: Option<&PartitionInfo>,
     offline: bool,
@@ -187,6 +190,12 @@ pub(crate) fn partition_entry(
         leader_epoch,
         offline_replicas: if offline {
             replicas.clone()
+        } else if image.brokers().next().is_some() {
+            replicas
+                .iter()
+                .copied()
+                .filter(|r| image.broker(*r).is_none_or(|b| b.fenced))
+                .collect()
         } else {
             Vec::new()
         },

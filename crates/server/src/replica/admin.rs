@@ -2,6 +2,7 @@
 //! topic config changes reaching the live logs, and the per-partition views of the admin port.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use skiff_metadata::TopicInfo;
 use skiff_storage::log::DeleteRecordsError;
@@ -143,7 +144,105 @@ pub struct PartitionSnapshot {
     pub quarantined_ranges: usize,
 }
 
+/// A hosted partition's replication state, for the admin port's `replication` section.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReplicationView {
+    /// `leader`, `follower` or `none`.
+    pub role: &'static str,
+    /// The leader this node follows (-1: none); this node's id when it leads.
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    /// `min(min.insync.replicas, replication factor)`.
+    pub effective_min_isr: usize,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
+    /// Leader only: what each follower's fetches said.
+    pub followers: Vec<FollowerView>,
+    /// The ISR is smaller than the replica set.
+    pub under_replicated: bool,
+    /// The ISR is smaller than the effective min ISR: acks=all writes are refused.
+    pub under_min_isr: bool,
+}
+
+/// One follower as its leader sees it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FollowerView {
+    pub id: i32,
+    /// Its log end from its last fetch (-1: it never fetched).
+    pub log_end_offset: i64,
+    /// The leader's log end minus the follower's.
+    pub lag: i64,
+    pub last_fetch_ms: i64,
+    pub last_caught_up_ms: i64,
+    pub in_isr: bool,
+}
+
 impl ReplicaManager {
+    /// The replication state of a hosted partition (`None` when it is not hosted).
+    pub fn replication_view(&self, tp: &TopicPartition) -> Option<ReplicationView> {
+        let (state, _) = self.states.read().get(tp).cloned()?;
+        let st = state.lock();
+        let (role, leader) = match st.role() {
+            skiff_replication::Role::Leader => ("leader", self.node_id),
+            skiff_replication::Role::Follower { leader } => ("follower", leader),
+            skiff_replication::Role::None => ("none", -1),
+        };
+        let leo = st.log_end_offset();
+        Some(ReplicationView {
+            role,
+            leader,
+            leader_epoch: st.leader_epoch(),
+            partition_epoch: st.partition_epoch(),
+            replicas: st.replicas().to_vec(),
+            isr: st.isr().to_vec(),
+            effective_min_isr: st.effective_min_isr(),
+            high_watermark: st.high_watermark(),
+            log_end_offset: leo,
+            followers: st
+                .followers()
+                .iter()
+                .map(|f| FollowerView {
+                    id: f.id,
+                    log_end_offset: f.log_end_offset,
+                    lag: (leo - f.log_end_offset.max(0)).max(0),
+                    last_fetch_ms: f.last_fetch_ms,
+                    last_caught_up_ms: f.last_caught_up_ms,
+                    in_isr: st.isr().contains(&f.id),
+                })
+                .collect(),
+            under_replicated: st.isr().len() < st.replicas().len(),
+            under_min_isr: st.isr().len() < st.effective_min_isr(),
+        })
+    }
+
+    /// The replication gauges of the partitions this node leads.
+    pub fn replication_stats(&self) -> crate::stats::ReplicationStats {
+        let mut out = crate::stats::ReplicationStats::default();
+        let states: Vec<_> = self
+            .states
+            .read()
+            .values()
+            .map(|(st, _)| Arc::clone(st))
+            .collect();
+        for state in states {
+            let st = state.lock();
+            if st.role() != skiff_replication::Role::Leader {
+                continue;
+            }
+            out.leader_partitions += 1;
+            if st.isr().len() < st.replicas().len() {
+                out.under_replicated_partitions += 1;
+            }
+            if st.isr().len() < st.effective_min_isr() {
+                out.under_min_isr_partitions += 1;
+            }
+        }
+        out
+    }
+
     /// Every log on this node (stray ones included: the operator should see them).
     pub fn snapshot(&self) -> Vec<PartitionSnapshot> {
         self.logs
