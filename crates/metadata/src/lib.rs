@@ -55,9 +55,11 @@ pub mod snapshot;
 mod store;
 
 pub use controller::{
-    BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, HeartbeatReply, IsrChange,
-    IsrChangeResult, IsrState, IsrTopic, IsrTopicResult, Request, Response, TopicRef,
-    UNCHECKED_BROKER_EPOCH, handle,
+    BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, ELECTION_PREFERRED, ELECTION_UNCLEAN,
+    ElectionConfig, ElectionRun, Heartbeat, HeartbeatReply, IsrChange, IsrChangeResult, IsrState,
+    IsrTopic, IsrTopicResult, MAX_ELECTIONS_PER_RUN, OfflineReplicas, PartitionElection, Request,
+    Response, TopicElection, TopicRef, UNCHECKED_BROKER_EPOCH, UNCLEAN_LEADER_ELECTION_ENABLE,
+    handle,
 };
 pub use frame::Record;
 pub use image::{
@@ -162,6 +164,8 @@ pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
 mod alter_partition_tests;
 #[cfg(test)]
 mod controller_tests;
+#[cfg(test)]
+mod elections_tests;
 #[cfg(test)]
 mod heartbeat_tests;
 #[cfg(test)]

@@ -251,7 +251,9 @@ impl MetadataStore {
         let epoch = w.log.ready_to_lead()?;
         if w.led_epoch != Some(epoch) {
             if w.led_epoch.is_some() || w.log.applies_through_sink() {
-                w.heartbeats = BrokerHeartbeats::new(self.clock.now_ms(), w.session_timeout_ms);
+                let elections = w.heartbeats.election_config();
+                w.heartbeats = BrokerHeartbeats::new(self.clock.now_ms(), w.session_timeout_ms)
+                    .with_election_config(elections);
             }
             w.led_epoch = Some(epoch);
         }
@@ -317,6 +319,53 @@ impl MetadataStore {
         Ok(Some(id))
     }
 
+    /// How this node elects leaders when it is the active controller (its static
+    /// `unclean.leader.election.enable` and node id); kept across leadership changes.
+    pub fn set_election_config(&self, elections: crate::ElectionConfig) {
+        let mut w = self.writer.lock();
+        w.heartbeats = w.heartbeats.clone().with_election_config(elections);
+    }
+
+    /// ElectLeaders at the active controller (`controller/elect_leaders.rs`): per topic and
+    /// partition, the outcome, once the elections are committed.
+    pub fn elect_leaders(
+        &self,
+        election_type: i8,
+        partitions: Option<Vec<(String, Vec<i32>)>>,
+        offline: crate::OfflineReplicas,
+    ) -> Result<Vec<crate::TopicElection>, MetadataError> {
+        let mut w = self.writer.lock();
+        let request = Request::ElectLeaders {
+            election_type,
+            partitions,
+            offline,
+        };
+        match self.submit(&mut w, &request)? {
+            Response::ElectLeaders(answers) => Ok(answers),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// The active controller's automatic leader balancing (one bounded run, committed).
+    pub fn balance_partition_leaders(&self) -> Result<crate::ElectionRun, MetadataError> {
+        let max = crate::MAX_ELECTIONS_PER_RUN;
+        self.election_run(&Request::BalancePartitionLeaders { max })
+    }
+
+    /// The active controller's unclean sweep (one bounded run, committed).
+    pub fn elect_unclean_leaders(&self) -> Result<crate::ElectionRun, MetadataError> {
+        let max = crate::MAX_ELECTIONS_PER_RUN;
+        self.election_run(&Request::ElectUncleanLeaders { max })
+    }
+
+    fn election_run(&self, request: &Request) -> Result<crate::ElectionRun, MetadataError> {
+        let mut w = self.writer.lock();
+        match self.submit(&mut w, request)? {
+            Response::Elections(run) => Ok(run),
+            r => Err(unexpected(r)),
+        }
+    }
+
     /// A snapshot of the current image.
     pub fn image(&self) -> Arc<MetadataImage> {
         Arc::clone(&self.image.read())
@@ -358,6 +407,29 @@ impl MetadataStore {
         configs: BTreeMap<String, String>,
     ) -> Result<TopicInfo, MetadataError> {
         self.create_topic_with(name, partitions, 1, configs)
+    }
+
+    /// Creates a topic placed by hand: `assignments[p]` is partition p's replica list
+    /// (validated by the controller as Kafka's CreateTopics does).
+    pub fn create_topic_assigned(
+        &self,
+        name: &str,
+        assignments: Vec<Vec<i32>>,
+        configs: BTreeMap<String, String>,
+    ) -> Result<TopicInfo, MetadataError> {
+        let mut w = self.writer.lock();
+        let request = Request::CreateTopic {
+            name: name.to_string(),
+            topic_id: Uuid::new_v4(),
+            partitions: -1,
+            replication_factor: -1,
+            assignments,
+            configs,
+        };
+        match self.submit(&mut w, &request)? {
+            Response::Topic(t) => Ok(t),
+            r => Err(unexpected(r)),
+        }
     }
 
     /// Creates a topic with `partitions` partitions of `replication_factor` replicas each,

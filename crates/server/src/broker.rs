@@ -346,6 +346,30 @@ impl Broker {
         Ok(info)
     }
 
+    /// Creates a topic placed by hand: one replica list per partition (the controller checks
+    /// them against the registered brokers). This node must be the active controller.
+    pub fn create_topic_assigned(
+        &self,
+        name: &str,
+        assignments: Vec<Vec<i32>>,
+        configs: BTreeMap<String, String>,
+    ) -> Result<TopicInfo, TopicError> {
+        let partitions = i32::try_from(assignments.len()).unwrap_or(i32::MAX);
+        let log_config = self.validate_new_topic(name, partitions, &configs)?;
+        let info = self
+            .metadata
+            .create_topic_assigned(name, assignments, configs)
+            .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
+        self.replicas
+            .ensure_assigned(&self.image(), &info.name, log_config);
+        tracing::info!(
+            topic = name,
+            partitions,
+            "topic created (manual assignment)"
+        );
+        Ok(info)
+    }
+
     /// Deletes a topic: metadata first, then its logs.
     pub fn delete_topic(&self, name: &str) -> Result<TopicInfo, TopicError> {
         let info = self

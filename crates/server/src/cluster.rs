@@ -10,7 +10,10 @@
 //!   unknown broker re-registers. Kafka's BrokerRegistration / BrokerHeartbeat over the
 //!   inter-node client (to the leader's CONTROLLER listener), or straight into the store
 //!   when this node leads;
-//! - **the controller timer**: while this node leads, fences brokers whose session expired;
+//! - **the controller timer**: while this node leads, fences brokers whose session expired,
+//!   and (issue 17) runs the periodic elections: preferred-leader balancing
+//!   (`auto.leader.rebalance.enable`, every `leader.imbalance.check.interval.seconds`) and the
+//!   unclean check for topics with `unclean.leader.election.enable`;
 //! - **the partition reconciler**: whenever the applied image moves, hosts the partitions it
 //!   assigns here and drops those of deleted topics (logs follow the image, never requests);
 //! - a forwarder for admin requests lives in [`forward`] (handlers call it when this node is
@@ -373,8 +376,18 @@ async fn local_call(broker: &Arc<Broker>, version: i16, body: RequestBody) -> Re
     }
 }
 
+/// The active controller's periodic work (voters only): fences brokers whose session
+/// expired, and runs the elections of [`ElectionTimers`]. The store elects with this node's
+/// `unclean.leader.election.enable` (set once here, before the first tick).
 async fn controller_timer(broker: Arc<Broker>, quorum: Quorum, q: QuorumSettings) {
     let period = Duration::from_millis((q.session_timeout_ms / 8).clamp(50, 1000));
+    broker
+        .metadata
+        .set_election_config(skiff_metadata::ElectionConfig {
+            node_id: Some(quorum.node_id()),
+            unclean_leader_election_enable: q.elections.unclean_leader_election_enable,
+        });
+    let mut elections = ElectionTimers::new(&q.elections);
     let mut shutdown = broker.shutdown_signal();
     loop {
         tokio::select! {
@@ -382,6 +395,7 @@ async fn controller_timer(broker: Arc<Broker>, quorum: Quorum, q: QuorumSettings
             _ = shutdown.changed() => return,
         }
         if quorum.leader() != Some(quorum.node_id()) {
+            elections.resign();
             continue;
         }
         let b = Arc::clone(&broker);
@@ -390,6 +404,96 @@ async fn controller_timer(broker: Arc<Broker>, quorum: Quorum, q: QuorumSettings
             Ok(Ok(None)) | Ok(Err(skiff_metadata::MetadataError::NotController)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "fencing expired brokers failed"),
             Err(e) => tracing::error!(error = %e, "controller timer task failed"),
+        }
+        elections.tick(&broker).await;
+    }
+}
+
+/// Kafka's `unclean.leader.election.interval.ms` (an internal key, not settable here).
+const UNCLEAN_SWEEP_INTERVAL: Duration = Duration::from_secs(300);
+
+/// When the active controller next balances leaders (`auto.leader.rebalance.enable`, every
+/// `leader.imbalance.check.interval.seconds`) and sweeps leaderless partitions for unclean
+/// elections (every 5 min), as Kafka's `QuorumController` schedules
+/// `maybeBalancePartitionLeaders` / `maybeElectUncleanLeaders`: the first run one interval
+/// after this node became active, the next one interval after a run, or at the next tick when
+/// a run stopped at its bound. Losing leadership forgets both deadlines.
+struct ElectionTimers {
+    balance_every: Option<Duration>,
+    next_balance: Option<std::time::Instant>,
+    next_sweep: Option<std::time::Instant>,
+}
+
+impl ElectionTimers {
+    fn new(s: &crate::settings::ElectionSettings) -> Self {
+        ElectionTimers {
+            balance_every: s
+                .auto_leader_rebalance_enable
+                .then(|| Duration::from_millis(s.leader_imbalance_check_interval_ms.max(1000))),
+            next_balance: None,
+            next_sweep: None,
+        }
+    }
+
+    fn resign(&mut self) {
+        self.next_balance = None;
+        self.next_sweep = None;
+    }
+
+    /// One tick while this node is the active controller: the runs that are due.
+    async fn tick(&mut self, broker: &Arc<Broker>) {
+        let now = broker.clock.now();
+        if let Some(every) = self.balance_every {
+            let due = *self.next_balance.get_or_insert(now + every);
+            if now >= due {
+                let b = Arc::clone(broker);
+                let run = election_run("balancing leaders", move || {
+                    b.metadata.balance_partition_leaders()
+                })
+                .await;
+                self.next_balance = Some(if run { now } else { now + every });
+            }
+        }
+        let due = *self.next_sweep.get_or_insert(now + UNCLEAN_SWEEP_INTERVAL);
+        if now >= due {
+            let b = Arc::clone(broker);
+            let run =
+                election_run("unclean sweep", move || b.metadata.elect_unclean_leaders()).await;
+            self.next_sweep = Some(if run {
+                now
+            } else {
+                now + UNCLEAN_SWEEP_INTERVAL
+            });
+        }
+    }
+}
+
+/// Runs one bounded election pass on the blocking pool; whether it asks to run again now.
+async fn election_run(
+    what: &'static str,
+    f: impl FnOnce() -> Result<skiff_metadata::ElectionRun, skiff_metadata::MetadataError>
+    + Send
+    + 'static,
+) -> bool {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(run)) => {
+            if run.elected > 0 {
+                tracing::info!(
+                    elected = run.elected,
+                    more = run.more,
+                    "{what}: leaders elected"
+                );
+            }
+            run.more
+        }
+        Ok(Err(skiff_metadata::MetadataError::NotController)) => false,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "{what} failed");
+            false
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "{what} task failed");
+            false
         }
     }
 }
@@ -414,6 +518,7 @@ pub fn is_forwarded(key: skiff_protocol::ApiKey) -> bool {
             | K::CreatePartitions
             | K::AlterConfigs
             | K::IncrementalAlterConfigs
+            | K::ElectLeaders
     )
 }
 

@@ -72,6 +72,33 @@ pub struct QuorumSettings {
     /// `inter.broker.listener.name` and `replica.fetch.*`: how this broker's fetchers reach
     /// the leaders of the partitions it follows.
     pub fetcher: crate::replica::fetcher::FetcherSettings,
+    /// `unclean.leader.election.enable`, `auto.leader.rebalance.enable` and
+    /// `leader.imbalance.check.interval.seconds`: how this node elects leaders while it is
+    /// the active controller.
+    pub elections: ElectionSettings,
+}
+
+/// The active controller's election keys (Kafka's names and defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElectionSettings {
+    /// `unclean.leader.election.enable` (static layer; topic overrides and dynamic broker
+    /// configs in the metadata win): a live replica outside the ISR may lead a partition that
+    /// has no live ISR member.
+    pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable`: periodically move leadership back to the first replica.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`, in ms.
+    pub leader_imbalance_check_interval_ms: u64,
+}
+
+impl Default for ElectionSettings {
+    fn default() -> Self {
+        ElectionSettings {
+            unclean_leader_election_enable: false,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: 300_000,
+        }
+    }
 }
 
 /// Broker settings the server acts on (Kafka key names in the field docs).

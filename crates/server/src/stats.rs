@@ -132,6 +132,8 @@ mod tests {
                 "fetch_sessions": {"created": 1, "incremental_fetches": 2, "cached": 1},
                 "sendfile": {"regions": 2, "bytes": 120},
                 "copied_bytes": 7,
+                "replication": {"leader_partitions": 0, "under_replicated_partitions": 0,
+                                "under_min_isr_partitions": 0},
             })
         );
     }

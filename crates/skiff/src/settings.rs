@@ -81,6 +81,7 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
                     backoff_ms: ms("replica.fetch.backoff.ms", 1000),
                     lag_time_max_ms: ms("replica.lag.time.max.ms", 30_000),
                 },
+                elections: election_settings(cfg),
             }
         });
     s.listeners = cfg
@@ -121,6 +122,26 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
     }
     s.groups = group_settings(cfg);
     s
+}
+
+/// The active controller's election keys (defaults: Kafka's).
+fn election_settings(cfg: &BrokerConfig) -> skiff_server::settings::ElectionSettings {
+    let d = skiff_server::settings::ElectionSettings::default();
+    skiff_server::settings::ElectionSettings {
+        unclean_leader_election_enable: cfg
+            .get_bool("unclean.leader.election.enable")
+            .unwrap_or(d.unclean_leader_election_enable),
+        auto_leader_rebalance_enable: cfg
+            .get_bool("auto.leader.rebalance.enable")
+            .unwrap_or(d.auto_leader_rebalance_enable),
+        leader_imbalance_check_interval_ms: cfg
+            .get_i64("leader.imbalance.check.interval.seconds")
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(d.leader_imbalance_check_interval_ms, |s| {
+                // Kafka's range: at least 1.
+                s.max(1).saturating_mul(1000)
+            }),
+    }
 }
 
 /// `skiff.admin.listener` as (host, port); `None` when unset or empty (no admin port).

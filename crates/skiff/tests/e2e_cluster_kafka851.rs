@@ -119,6 +119,33 @@ fn e2e_cluster_kafka_851_offline_leader_keeps_the_followers_checkpoint() {
     );
     eprintln!("phase RF=2 on brokers 4+5, 5 writes: {:?}", t0.elapsed());
 
+    // A manual assignment over the registered brokers is honoured (replica order included).
+    let mut req = create_topics_request("k851-manual", -1, &[]);
+    req.topics[0].replication_factor = -1;
+    req.topics[0].assignments = vec![skiff_protocol::CreatableReplicaAssignment {
+        partition_index: 0,
+        broker_ids: vec![5, 4],
+    }];
+    let ResponseBody::CreateTopics(r) = Conn::open(c.ports[3].0).call(7, req) else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    wait_until(
+        "the manual assignment in Metadata",
+        Duration::from_secs(10),
+        || {
+            let m = c.metadata(3);
+            let p = m
+                .topics
+                .iter()
+                .find(|t| t.name.as_deref() == Some("k851-manual"))?
+                .partitions
+                .first()?
+                .clone();
+            (p.replica_nodes == vec![5, 4] && p.leader_id == 5).then_some(())
+        },
+    );
+
     // The follower dies; the leader goes on alone, then dies too: the partition is offline.
     let t = Instant::now();
     c.nodes[f].kill9();

@@ -36,6 +36,11 @@
 //! Invariants: an error produces no records and leaves the tracker unchanged; a fenced broker
 //! leads no partition once the fencing records are replayed; broker epochs only grow (a new
 //! incarnation's epoch is the next log offset, larger than any earlier record's).
+//!
+//! The tracker also carries the controller's [`ElectionConfig`] (its static
+//! `unclean.leader.election.enable` and node id): fencing, unfencing and controlled shutdown
+//! elect with it, unclean where a topic allows it (`leadership.rs`). Like the session timeout
+//! it is configuration of this controller, not state in the log.
 
 use std::collections::BTreeMap;
 
@@ -43,6 +48,7 @@ use skiff_protocol::{BrokerRegistrationChangeRecord, RegisterBrokerRecord};
 use uuid::Uuid;
 
 use crate::MetadataError;
+use crate::controller::election::ElectionConfig;
 use crate::controller::leadership::{is_active, leader_and_isr_updates, leads_any};
 use crate::controller::{Ctx, Response};
 use crate::frame::Record;
@@ -87,6 +93,8 @@ pub struct BrokerHeartbeats {
     /// When this tracker was created: the last contact of a broker not heard from since.
     activated_ms: i64,
     contacts: BTreeMap<i32, Contact>,
+    /// How leaders are elected when brokers come and go (module docs).
+    elections: ElectionConfig,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +112,19 @@ impl BrokerHeartbeats {
             session_timeout_ms,
             activated_ms: now_ms,
             contacts: BTreeMap::new(),
+            elections: ElectionConfig::DEFAULT,
         }
+    }
+
+    /// This tracker electing with `elections` (module docs).
+    pub const fn with_election_config(mut self, elections: ElectionConfig) -> Self {
+        self.elections = elections;
+        self
+    }
+
+    /// The election configuration fencing and unfencing use.
+    pub fn election_config(&self) -> ElectionConfig {
+        self.elections
     }
 
     pub fn session_timeout_ms(&self) -> i64 {
@@ -216,10 +236,12 @@ impl BrokerHeartbeats {
         };
         let records = match (current, next) {
             (State::Unfenced | State::ControlledShutdown, State::Fenced | State::ShutdownNow) => {
-                fence_records(image, id)
+                fence_records(image, id, &self.elections)
             }
-            (State::Fenced, State::Unfenced) => unfence_records(image, id),
-            (State::Unfenced, State::ControlledShutdown) => controlled_shutdown_records(image, id),
+            (State::Fenced, State::Unfenced) => unfence_records(image, id, &self.elections),
+            (State::Unfenced, State::ControlledShutdown) => {
+                controlled_shutdown_records(image, id, &self.elections)
+            }
             _ => Vec::new(),
         };
         contact.last_ms = now_ms;
@@ -281,7 +303,7 @@ impl BrokerHeartbeats {
         if let Some(c) = self.contacts.get_mut(&id) {
             c.controlled_shutdown_offset = None;
         }
-        Some((id, fence_records(image, id)))
+        Some((id, fence_records(image, id, &self.elections)))
     }
 }
 
@@ -297,28 +319,32 @@ fn change_record(image: &MetadataImage, id: i32, fenced: i8, cs: i8) -> Record {
 
 /// Fencing `id`: its leaderships move (it leaves every ISR it is in, unless it is the last
 /// member), then the fence record.
-pub(crate) fn fence_records(image: &MetadataImage, id: i32) -> Vec<Record> {
-    let mut out = leader_and_isr_updates(image, Some(id), None, |p| p.isr.contains(&id));
+pub(crate) fn fence_records(image: &MetadataImage, id: i32, cfg: &ElectionConfig) -> Vec<Record> {
+    let mut out = leader_and_isr_updates(image, Some(id), None, cfg, |p| p.isr.contains(&id));
     out.push(change_record(image, id, 1, 0));
     out
 }
 
 /// Unfencing `id`: the unfence record, then every leaderless partition that can elect a
 /// leader now.
-pub(crate) fn unfence_records(image: &MetadataImage, id: i32) -> Vec<Record> {
+pub(crate) fn unfence_records(image: &MetadataImage, id: i32, cfg: &ElectionConfig) -> Vec<Record> {
     let mut out = vec![change_record(image, id, -1, 0)];
-    out.extend(leader_and_isr_updates(image, None, Some(id), |p| {
+    out.extend(leader_and_isr_updates(image, None, Some(id), cfg, |p| {
         p.leader == NO_LEADER
     }));
     out
 }
 
-fn controlled_shutdown_records(image: &MetadataImage, id: i32) -> Vec<Record> {
+fn controlled_shutdown_records(
+    image: &MetadataImage,
+    id: i32,
+    cfg: &ElectionConfig,
+) -> Vec<Record> {
     let mut out = Vec::new();
     if image.broker(id).is_some_and(|b| !b.in_controlled_shutdown) {
         out.push(change_record(image, id, 0, 1));
     }
-    out.extend(leader_and_isr_updates(image, Some(id), None, |p| {
+    out.extend(leader_and_isr_updates(image, Some(id), None, cfg, |p| {
         p.isr.contains(&id)
     }));
     out
@@ -392,7 +418,10 @@ pub(crate) fn register_broker(
     // them. Kafka 4.0-IV0 leaves them (its unclean-shutdown handler needs ELR).
     let mut records = match existing {
         Some(b) if b.incarnation_id != incarnation_id && !b.fenced => {
-            leader_and_isr_updates(image, Some(broker_id), None, |p| p.isr.contains(&broker_id))
+            let cfg = ctx.heartbeats.election_config();
+            leader_and_isr_updates(image, Some(broker_id), None, &cfg, |p| {
+                p.isr.contains(&broker_id)
+            })
         }
         _ => Vec::new(),
     };

@@ -8,9 +8,12 @@
 //! incarnation id) in the request, so the same inputs give the same records.
 //!
 //! Submodules: `alter_partition` (a leader's ISR change, Kafka's AlterPartition), `brokers`
-//! (registration, [`BrokerHeartbeats`]: heartbeats, fencing, session expiry), `leadership` (Kafka's `generateLeaderAndIsrUpdates`: leaders and ISRs when a
-//! broker is fenced, unfenced or shuts down), `placement` (replica placement and manual
-//! assignments).
+//! (registration, [`BrokerHeartbeats`]: heartbeats, fencing, session expiry), `election`
+//! (one partition's election, Kafka's `PartitionChangeBuilder`; where a topic's
+//! `unclean.leader.election.enable` comes from), `elect_leaders` (ElectLeaders, automatic
+//! leader balancing, the unclean sweep), `leadership` (Kafka's `generateLeaderAndIsrUpdates`:
+//! leaders and ISRs when a broker is fenced, unfenced or shuts down), `placement` (replica
+//! placement and manual assignments).
 //!
 //! Invariants:
 //! - An error produces no records; a success produces the records of one atomic change, to
@@ -28,6 +31,8 @@
 
 mod alter_partition;
 mod brokers;
+mod elect_leaders;
+mod election;
 mod leadership;
 mod placement;
 
@@ -36,6 +41,11 @@ pub use alter_partition::{
     UNCHECKED_BROKER_EPOCH,
 };
 pub use brokers::{BrokerHeartbeats, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, HeartbeatReply};
+pub use elect_leaders::{
+    ELECTION_PREFERRED, ELECTION_UNCLEAN, ElectionRun, MAX_ELECTIONS_PER_RUN, OfflineReplicas,
+    PartitionElection, TopicElection,
+};
+pub use election::{ElectionConfig, UNCLEAN_LEADER_ELECTION_ENABLE};
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -138,6 +148,25 @@ pub enum Request {
         broker_epoch: i64,
         topics: Vec<IsrTopic>,
     },
+    /// Kafka's ElectLeaders (`elect_leaders.rs` for the rules): `election_type` 0 PREFERRED,
+    /// 1 UNCLEAN; `partitions` per topic, `None` = every partition; `offline` = replicas on
+    /// an offline log dir (they may not lead).
+    ElectLeaders {
+        election_type: i8,
+        partitions: Option<Vec<(String, Vec<i32>)>>,
+        offline: OfflineReplicas,
+    },
+    /// Automatic leader balancing: at most `max` PREFERRED elections where the first replica
+    /// does not lead (Kafka's `maybeBalancePartitionLeaders`).
+    BalancePartitionLeaders {
+        max: usize,
+    },
+    /// The unclean sweep: at most `max` UNCLEAN elections of leaderless partitions whose
+    /// topic allows them (Kafka's `maybeElectUncleanLeaders`), with the controller's
+    /// configuration carried by `ctx.heartbeats`.
+    ElectUncleanLeaders {
+        max: usize,
+    },
 }
 
 /// What a committed request answers.
@@ -153,6 +182,10 @@ pub enum Response {
     Registered { broker_epoch: i64 },
     /// AlterPartition: per topic and partition, the state after the change or its error.
     AlterPartition(Vec<IsrTopicResult>),
+    /// ElectLeaders: per topic and partition, the outcome.
+    ElectLeaders(Vec<TopicElection>),
+    /// Balancing and the unclean sweep: what the run did.
+    Elections(ElectionRun),
 }
 
 /// Validates `request` against `image`; the records performing it and the response.
@@ -300,6 +333,19 @@ pub fn handle(
             broker_epoch,
             topics,
         } => alter_partition::alter_partition(image, *broker_id, *broker_epoch, topics),
+        Request::ElectLeaders {
+            election_type,
+            partitions,
+            offline,
+        } => elect_leaders::elect_leaders(image, *election_type, partitions.as_deref(), offline),
+        Request::BalancePartitionLeaders { max } => {
+            Ok(elect_leaders::balance_partition_leaders(image, *max))
+        }
+        Request::ElectUncleanLeaders { max } => Ok(elect_leaders::elect_unclean_leaders(
+            image,
+            &ctx.heartbeats.election_config(),
+            *max,
+        )),
     }
 }
 

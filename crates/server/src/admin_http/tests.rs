@@ -247,6 +247,8 @@ async fn stats_reports_the_counters() {
                 "fetch_sessions": {"created": 1, "incremental_fetches": 1, "cached": 0},
                 "sendfile": {"regions": 1, "bytes": 4096},
                 "copied_bytes": 10,
+                "replication": {"leader_partitions": 0, "under_replicated_partitions": 0,
+                                "under_min_isr_partitions": 0},
             })
         )
     );

@@ -4,8 +4,8 @@
 //! -> INVALID_REQUEST; name rules -> INVALID_TOPIC_EXCEPTION; `num_partitions` -1 = the
 //! `num.partitions` default, otherwise >= 1 (INVALID_PARTITIONS); `replication_factor` -1 =
 //! default, at most the registered brokers (else INVALID_REPLICATION_FACTOR); a manual
-//! assignment must use -1 for both and name only this broker (INVALID_REPLICA_ASSIGNMENT);
-//! configs validated with the config layer's precise INVALID_CONFIG messages; an existing topic
+//! assignment must use -1 for both and name registered brokers, each once per partition
+//! (INVALID_REPLICA_ASSIGNMENT; the controller checks the rest); configs validated with the config layer's precise INVALID_CONFIG messages; an existing topic
 //! -> TOPIC_ALREADY_EXISTS. `validate_only` runs every check and creates nothing. From v5 the
 //! answer carries the partition count, replication factor and every topic config with its
 //! source; from v7 the topic id. Like Kafka's controller (`MAX_RECORDS_PER_USER_OP`), one
@@ -116,9 +116,10 @@ fn create_one(
         ));
     }
     let partitions = partition_count(ctx, t)?;
-    let replication_factor = match t.replication_factor {
-        -1 => broker.settings.default_replication_factor,
-        rf => rf,
+    let replication_factor = match (t.replication_factor, t.assignments.first()) {
+        (-1, Some(a)) => i16::try_from(a.broker_ids.len()).unwrap_or(i16::MAX),
+        (-1, None) => broker.settings.default_replication_factor,
+        (rf, _) => rf,
     };
     if replication_factor < 1 {
         return Err(TopicError::new(
@@ -161,7 +162,11 @@ fn create_one(
                 "This node is not the active controller and could not reach one; retry.",
             ));
         }
-        let info = broker.create_topic_rf(&t.name, partitions, replication_factor, configs)?;
+        let info = if t.assignments.is_empty() {
+            broker.create_topic_rf(&t.name, partitions, replication_factor, configs)?
+        } else {
+            broker.create_topic_assigned(&t.name, manual_assignment(t), configs)?
+        };
         (Uuid::from_bytes(info.id), info.partitions)
     };
     Ok(CreatableTopicResult {
@@ -187,8 +192,23 @@ fn create_one(
     })
 }
 
+/// A manual assignment's replica lists, by partition index (checked sequential from 0).
+fn manual_assignment(t: &CreatableTopic) -> Vec<Vec<i32>> {
+    let mut a: Vec<(i32, Vec<i32>)> = t
+        .assignments
+        .iter()
+        .map(|a| (a.partition_index, a.broker_ids.clone()))
+        .collect();
+    a.sort_unstable();
+    a.into_iter().map(|(_, b)| b).collect()
+}
+
 fn partition_count(ctx: &RequestContext<'_>, t: &CreatableTopic) -> Result<i32, TopicError> {
-    let node = ctx.broker.node_id();
+    // The registered brokers (a single node without KRaft registrations: itself).
+    let mut registered: Vec<i32> = ctx.broker.image().brokers().map(|b| b.id).collect();
+    if registered.is_empty() {
+        registered.push(ctx.broker.node_id());
+    }
     if t.assignments.is_empty() {
         return match t.num_partitions {
             -1 => Ok(ctx.broker.settings.default_partitions.max(1)),
@@ -230,7 +250,7 @@ fn partition_count(ctx: &RequestContext<'_>, t: &CreatableTopic) -> Result<i32, 
                 "The manual partition assignment includes an empty replica list.",
             ));
         }
-        if let Some(b) = a.broker_ids.iter().find(|b| **b != node) {
+        if let Some(b) = a.broker_ids.iter().find(|b| !registered.contains(b)) {
             return Err(TopicError::new(
                 ErrorCode::InvalidReplicaAssignment,
                 format!(
@@ -238,7 +258,10 @@ fn partition_count(ctx: &RequestContext<'_>, t: &CreatableTopic) -> Result<i32, 
                 ),
             ));
         }
-        if a.broker_ids.len() > 1 {
+        let mut distinct = a.broker_ids.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() != a.broker_ids.len() {
             return Err(TopicError::new(
                 ErrorCode::InvalidReplicaAssignment,
                 "The manual partition assignment includes the same broker more than once.",

@@ -1,119 +1,128 @@
-//! ElectLeaders (43), v0-2: preferred (0) or unclean (1) leader election per partition.
+//! ElectLeaders (43), v0-2: preferred (0) or unclean (1) leader election per partition, for
+//! `kafka-leader-election.sh` and `Admin.electLeaders`.
 //!
-//! Kafka's controller semantics (`ReplicationControlManager.electLeaders`), answered from the
-//! metadata image: a partition whose leader is already its preferred replica (PREFERRED) or
-//! that has a leader (UNCLEAN) answers ELECTION_NOT_NEEDED; with a null partition list
-//! (every partition) those are left out of the results, each topic still listed. A unknown
-//! topic or partition answers UNKNOWN_TOPIC_OR_PARTITION. On a single node the only replica
-//! is the leader unless its log dir is offline (issue 12): then PREFERRED answers
-//! PREFERRED_LEADER_NOT_AVAILABLE and UNCLEAN ELIGIBLE_LEADERS_NOT_AVAILABLE (no other replica
-//! could lead). An election type other than 0 or 1 is INVALID_REQUEST. The cluster issues
-//! widen this to a real election through the controller.
+//! Mental model: the active controller decides (`skiff_metadata` `controller/elect_leaders.rs`,
+//! Kafka's `ReplicationControlManager.electLeaders`) and commits the leader changes before
+//! answering; a node that is not the active controller forwards the request to it
+//! (`cluster::is_forwarded`, as Kafka's brokers forward ElectLeaders in KRaft mode). On one
+//! node this node is the controller: every partition has one replica, so PREFERRED and
+//! UNCLEAN answer ELECTION_NOT_NEEDED unless the partition's log dir is offline (issue 12):
+//! its replicas there are reported offline to the decision, which then answers
+//! PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE (no other replica could
+//! lead).
+//!
+//! Request-wide failures are Kafka's `ElectLeadersRequest.getErrorResponse`: the top-level
+//! error code (v1+) and every requested partition with it: an election type other than 0
+//! or 1 -> INVALID_REQUEST "Unknown election type N"; this node no longer the controller
+//! (and no other reachable) -> NOT_CONTROLLER. v0 carries no election type: PREFERRED.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use skiff_metadata::{MetadataError, OfflineReplicas, TopicElection};
 use skiff_protocol::{
     ElectLeadersRequest, ElectLeadersResponse, PartitionResult, ReplicaElectionResult, ResponseBody,
 };
-use skiff_types::{ErrorCode, TopicPartition};
+use skiff_types::TopicPartition;
 
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 
-const PREFERRED: i8 = 0;
-const UNCLEAN: i8 = 1;
-
 pub fn handle(ctx: &RequestContext<'_>, req: ElectLeadersRequest) -> Reply {
-    let broker = ctx.broker;
-    // v0 has no election type field: PREFERRED.
-    let kind = req.election_type;
-    if kind != PREFERRED && kind != UNCLEAN {
-        return Reply::Now(ResponseBody::ElectLeaders(ElectLeadersResponse {
-            error_code: ErrorCode::InvalidRequest as i16,
-            ..ElectLeadersResponse::default()
-        }));
-    }
-    let results = match &req.topic_partitions {
-        None => {
-            let image = broker.image();
-            image
-                .topics
-                .values()
-                .map(|info| ReplicaElectionResult {
-                    topic: info.name.clone(),
-                    partition_result: (0..info.partitions)
-                        .map(|p| result(p, elect(broker, &info.name, p, kind)))
-                        .filter(|r| r.error_code != ErrorCode::ElectionNotNeeded as i16)
-                        .collect(),
-                })
+    let broker = Arc::clone(ctx.broker);
+    Reply::Later(Box::pin(async move {
+        let asked: Option<Vec<(String, Vec<i32>)>> = req.topic_partitions.as_ref().map(|ts| {
+            ts.iter()
+                .map(|t| (t.topic.clone(), t.partitions.clone()))
                 .collect()
-        }
-        Some(topics) => topics
-            .iter()
-            .map(|t| ReplicaElectionResult {
-                topic: t.topic.clone(),
-                partition_result: t
-                    .partitions
-                    .iter()
-                    .map(|&p| result(p, elect(broker, &t.topic, p, kind)))
-                    .collect(),
-            })
-            .collect(),
-    };
-    Reply::Now(ResponseBody::ElectLeaders(ElectLeadersResponse {
-        replica_election_results: results,
-        ..ElectLeadersResponse::default()
+        });
+        let partitions = asked.clone();
+        let kind = req.election_type;
+        let done = tokio::task::spawn_blocking(move || {
+            let offline = offline_replicas(&broker);
+            broker.metadata.elect_leaders(kind, partitions, offline)
+        })
+        .await;
+        let response = match done {
+            Ok(Ok(answers)) => ElectLeadersResponse {
+                replica_election_results: answers.into_iter().map(topic_result).collect(),
+                ..ElectLeadersResponse::default()
+            },
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "ElectLeaders refused");
+                refused(asked.as_deref(), &e)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "ElectLeaders task failed");
+                refused(
+                    asked.as_deref(),
+                    &MetadataError::Internal("the election task failed".into()),
+                )
+            }
+        };
+        ResponseBody::ElectLeaders(response)
     }))
 }
 
-/// One partition's outcome, with Kafka's message.
-fn elect(broker: &Broker, topic: &str, partition: i32, kind: i8) -> (ErrorCode, String) {
+/// This node's replicas on an offline log dir (empty while every dir is online).
+fn offline_replicas(broker: &Broker) -> OfflineReplicas {
+    if broker.replicas.all_dirs_online() {
+        return BTreeSet::new();
+    }
+    let me = broker.node_id();
     let image = broker.image();
-    let Some(info) = image.topic(topic) else {
-        return (
-            ErrorCode::UnknownTopicOrPartition,
-            format!("No such topic as {topic}"),
-        );
-    };
-    if !(0..info.partitions).contains(&partition) {
-        return (
-            ErrorCode::UnknownTopicOrPartition,
-            format!("No such partition as {topic}-{partition}"),
-        );
+    let mut out = BTreeSet::new();
+    for t in image.topics.values() {
+        for (p, info) in image.partitions(&t.name) {
+            let tp = TopicPartition::new(t.name.clone(), p);
+            if info.replicas.contains(&me) && !broker.replicas.is_partition_online(&tp) {
+                out.insert((t.name.clone(), p, me));
+            }
+        }
     }
-    let online = broker
-        .replicas
-        .is_partition_online(&TopicPartition::new(topic.to_string(), partition));
-    let registration = image.partition(topic, partition);
-    let leader = registration.map_or(-1, |r| r.leader);
-    let preferred = registration.and_then(|r| r.replicas.first().copied());
-    let has_leader = online && leader >= 0;
-    let needed = match kind {
-        PREFERRED => !(has_leader && Some(leader) == preferred),
-        _ => !has_leader,
-    };
-    if !needed {
-        return (
-            ErrorCode::ElectionNotNeeded,
-            "Leader election not needed for topic partition.".into(),
-        );
-    }
-    // A single node has no other replica that could take over.
-    if kind == PREFERRED {
-        (
-            ErrorCode::PreferredLeaderNotAvailable,
-            "The preferred leader was not available.".into(),
-        )
-    } else {
-        (
-            ErrorCode::EligibleLeadersNotAvailable,
-            "Eligible topic partition leaders are not available.".into(),
-        )
+    out
+}
+
+fn topic_result(t: TopicElection) -> ReplicaElectionResult {
+    ReplicaElectionResult {
+        topic: t.topic,
+        partition_result: t
+            .partitions
+            .into_iter()
+            .map(|p| PartitionResult {
+                partition_id: p.partition,
+                error_code: p.error as i16,
+                error_message: p.message,
+            })
+            .collect(),
     }
 }
 
-fn result(partition: i32, (code, message): (ErrorCode, String)) -> PartitionResult {
-    PartitionResult {
-        partition_id: partition,
+/// Kafka's `getErrorResponse`: the error at the top and on every requested partition, with
+/// the message unless it is the code's default one (or the error is UNKNOWN_SERVER_ERROR).
+fn refused(asked: Option<&[(String, Vec<i32>)]>, e: &MetadataError) -> ElectLeadersResponse {
+    let code = e.error_code();
+    let message = match e {
+        MetadataError::InvalidRequest(m) => Some(m.clone()),
+        _ => None,
+    };
+    ElectLeadersResponse {
         error_code: code as i16,
-        error_message: Some(message),
+        replica_election_results: asked
+            .unwrap_or_default()
+            .iter()
+            .map(|(topic, ps)| ReplicaElectionResult {
+                topic: topic.clone(),
+                partition_result: ps
+                    .iter()
+                    .map(|p| PartitionResult {
+                        partition_id: *p,
+                        error_code: code as i16,
+                        error_message: message.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        ..ElectLeadersResponse::default()
     }
 }
