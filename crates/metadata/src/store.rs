@@ -513,11 +513,22 @@ impl MetadataStore {
 
     /// Grows a topic to `total` partitions.
     pub fn create_partitions(&self, name: &str, total: i32) -> Result<(), MetadataError> {
+        self.create_partitions_with(name, total, Vec::new())
+    }
+
+    /// Grows `name` to `total` partitions placed by hand (one replica list per new
+    /// partition; empty: automatic placement).
+    pub fn create_partitions_with(
+        &self,
+        name: &str,
+        total: i32,
+        assignments: Vec<Vec<i32>>,
+    ) -> Result<(), MetadataError> {
         let mut w = self.writer.lock();
         let request = Request::CreatePartitions {
             name: name.to_string(),
             total,
-            assignments: Vec::new(),
+            assignments,
         };
         self.submit(&mut w, &request).map(drop)
     }

@@ -146,6 +146,43 @@ fn e2e_cluster_kafka_851_offline_leader_keeps_the_followers_checkpoint() {
         },
     );
 
+    // CreatePartitions by hand too (through the controller: the broker forwards it).
+    let req = skiff_protocol::CreatePartitionsRequest {
+        topics: vec![skiff_protocol::CreatePartitionsTopic {
+            name: "k851-manual".into(),
+            count: 2,
+            assignments: Some(vec![skiff_protocol::CreatePartitionsAssignment {
+                broker_ids: vec![4, 5],
+            }]),
+        }],
+        timeout_ms: 10_000,
+        validate_only: false,
+    };
+    let ResponseBody::CreatePartitions(r) = Conn::open(c.ports[4].0).call(3, req) else {
+        panic!("not a CreatePartitions response")
+    };
+    assert_eq!(
+        r.results[0].error_code, 0,
+        "{:?}",
+        r.results[0].error_message
+    );
+    wait_until(
+        "the new partition placed by hand",
+        Duration::from_secs(10),
+        || {
+            let m = c.metadata(4);
+            let p = m
+                .topics
+                .iter()
+                .find(|t| t.name.as_deref() == Some("k851-manual"))?
+                .partitions
+                .iter()
+                .find(|p| p.partition_index == 1)?
+                .clone();
+            (p.replica_nodes == vec![4, 5]).then_some(())
+        },
+    );
+
     // The follower dies; the leader goes on alone, then dies too: the partition is offline.
     let t = Instant::now();
     c.nodes[f].kill9();

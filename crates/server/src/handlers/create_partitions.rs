@@ -5,8 +5,8 @@
 //! UNKNOWN_TOPIC_OR_PARTITION; `count` equal to the current count -> INVALID_PARTITIONS "Topic
 //! already has N partition(s)."; smaller -> INVALID_PARTITIONS "The topic T currently has N
 //! partition(s); C would not be an increase."; a manual assignment must give exactly one
-//! replica list per new partition and name only this broker, once (INVALID_REPLICA_ASSIGNMENT
-//! with Kafka's messages). One request adds at most [`NEW_PARTITIONS_MAX`] partitions per topic
+//! replica list per new partition naming registered brokers, each once, as many as the topic's
+//! first partition has (INVALID_REPLICA_ASSIGNMENT with Kafka's messages); it is placed as given. One request adds at most [`NEW_PARTITIONS_MAX`] partitions per topic
 //! (Kafka bounds a controller operation to 10000 records); more -> INVALID_PARTITIONS.
 //! `validate_only` runs every check and creates nothing. Otherwise the new partitions go into
 //! the metadata log first (fsynced), then their logs are created; a log that cannot be created
@@ -25,8 +25,6 @@ use crate::broker::TopicError;
 
 /// Most partitions one request may add to one topic.
 pub const NEW_PARTITIONS_MAX: i32 = 10_000;
-/// Replicas of every partition on a single node.
-const REPLICATION_FACTOR: usize = 1;
 
 pub fn handle(ctx: &RequestContext<'_>, req: CreatePartitionsRequest) -> Reply {
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -111,16 +109,29 @@ fn grow(
                 ),
             ));
         }
+        // The registered brokers (a single node without KRaft registrations: itself), and
+        // the replica count of the topic's first partition (Kafka's rule).
+        let mut registered: Vec<i32> = image.brokers().map(|b| b.id).collect();
+        if registered.is_empty() {
+            registered.push(broker.node_id());
+        }
+        let rf = image.partition(&t.name, 0).map_or(1, |p| p.replicas.len());
         for a in assignments {
-            check_assignment(&a.broker_ids, broker.node_id())?;
+            check_assignment(&a.broker_ids, &registered, rf)?;
         }
     }
     if validate_only {
         return Ok(());
     }
+    let manual: Vec<Vec<i32>> = t
+        .assignments
+        .iter()
+        .flatten()
+        .map(|a| a.broker_ids.clone())
+        .collect();
     broker
         .metadata
-        .create_partitions(&t.name, t.count)
+        .create_partitions_with(&t.name, t.count, manual)
         .map_err(|e| TopicError::new(e.error_code(), e.to_string()))?;
     // The image now assigns the new partitions to this node: the replica manager hosts them.
     let image = broker.image();
@@ -133,8 +144,9 @@ fn grow(
     Ok(())
 }
 
-/// Kafka's `validateManualPartitionAssignment` for a one-broker cluster.
-fn check_assignment(broker_ids: &[i32], node_id: i32) -> Result<(), TopicError> {
+/// Kafka's `validateManualPartitionAssignment`: registered brokers, each once, as many as the
+/// topic's first partition has.
+fn check_assignment(broker_ids: &[i32], registered: &[i32], rf: usize) -> Result<(), TopicError> {
     let bad = |m: String| TopicError::new(ErrorCode::InvalidReplicaAssignment, m);
     if broker_ids.is_empty() {
         return Err(bad(
@@ -145,7 +157,7 @@ fn check_assignment(broker_ids: &[i32], node_id: i32) -> Result<(), TopicError> 
     sorted.sort_unstable();
     let mut prev = None;
     for id in &sorted {
-        if *id != node_id {
+        if !registered.contains(id) {
             return Err(bad(format!(
                 "The manual partition assignment includes broker {id}, but no such broker is registered."
             )));
@@ -157,9 +169,9 @@ fn check_assignment(broker_ids: &[i32], node_id: i32) -> Result<(), TopicError> 
         }
         prev = Some(*id);
     }
-    if sorted.len() != REPLICATION_FACTOR {
+    if sorted.len() != rf {
         return Err(bad(format!(
-            "The manual partition assignment includes a partition with {} replica(s), but this is not consistent with previous partitions, which have {REPLICATION_FACTOR} replica(s).",
+            "The manual partition assignment includes a partition with {} replica(s), but this is not consistent with previous partitions, which have {rf} replica(s).",
             sorted.len()
         )));
     }
