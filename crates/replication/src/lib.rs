@@ -81,6 +81,8 @@
 
 #[cfg(test)]
 mod eligibility_tests;
+#[cfg(test)]
+mod kafka_named_tests;
 mod partition;
 mod read;
 #[cfg(test)]

@@ -150,10 +150,15 @@ impl Log {
         let leo = self.log_end_offset;
         if epoch >= 0 && self.epochs.latest_epoch().is_none_or(|e| epoch > e) {
             self.epochs.assign(epoch, leo);
-            self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+            // Durable when the file already held entries; a first entry is written unsynced
+            // (the cache is rebuilt from the batch headers), as after an append.
+            self.epochs
+                .flush_after_append()
+                .at(&self.dir.join(LEADER_EPOCH_FILE))?;
         }
         Ok(())
     }
+
     pub fn sync(&self) -> &Arc<SyncState> {
         &self.sync
     }

@@ -119,6 +119,7 @@ impl ReplicaManager {
             };
             let mut l = log.lock();
             let mut st = state.lock();
+            let (role_before, epoch_before) = (st.role(), st.leader_epoch());
             let same_epoch = st.leader_epoch() == a.leader_epoch;
             let epoch = a.leader_epoch;
             let mut fx = match (leader == self.node_id, st.role()) {
@@ -166,9 +167,15 @@ impl ReplicaManager {
                     .collect();
                 fx.extend(st.set_ineligible(ineligible, now));
             }
+            let changed = st.role() != role_before || st.leader_epoch() != epoch_before;
             drop(st);
             self.apply(&mut l, fx);
             drop(l);
+            if changed {
+                // Parked fetches re-read now: a former leader's answer NOT_LEADER_OR_FOLLOWER
+                // at once (Kafka completes its delayed fetches on a delta), not at their wait.
+                self.waiters.notify(&tp);
+            }
             self.set_following(&tp, (leader != self.node_id).then_some((leader, epoch)));
         }
     }
@@ -286,7 +293,11 @@ impl ReplicaManager {
         let mut l = log.lock();
         let leo = l.log_end_offset();
         let (own_epoch, own_end) = l.leader_epochs().end_offset_for(epoch, leo);
-        let target = if own_epoch == epoch {
+        let target = if own_epoch < 0 {
+            // The leader's epoch is above every one this replica knows (Kafka's
+            // `getOffsetTruncationState`, undefined local end): cut to the leader's end.
+            end_offset
+        } else if own_epoch == epoch {
             end_offset.min(own_end)
         } else {
             // This replica does not know the leader's epoch: cut to the end of its own

@@ -38,6 +38,8 @@ pub mod admin;
 pub mod append;
 pub mod fetcher;
 pub mod follow;
+#[cfg(test)]
+mod follow_tests;
 pub mod isr;
 pub mod read;
 
@@ -236,6 +238,10 @@ impl ReplicaManager {
         let (leader, assignment) = assignment;
         let epoch = assignment.leader_epoch;
         let fx = if leader == self.node_id {
+            // Kafka's makeLeader: the epoch's start goes into the epoch cache at once.
+            if let Err(e) = l.assign_epoch_start(epoch) {
+                tracing::error!(%tp, error = %e, "cannot record the leader epoch start");
+            }
             p.become_leader(assignment, local, now)
         } else {
             // The fetcher of `leader` fetches it (a single node never gets here).

@@ -17,6 +17,16 @@ use skiff_types::ErrorCode;
 
 use super::{Hosted, ReplicaManager};
 
+/// What a follower's fetch found before any read.
+enum FollowerFetch {
+    /// Its log end was taken; read as usual.
+    Proceed,
+    /// Its log diverges: `(epoch, end offset)` to answer.
+    Diverging(i32, i64),
+    /// Its fetch offset (or last fetched epoch) is outside this log.
+    OutOfRange { log_start: i64, log_end: i64 },
+}
+
 /// One partition read of a Fetch.
 #[derive(Clone, Copy, Debug)]
 pub struct ReadParams {
@@ -83,15 +93,27 @@ impl ReplicaManager {
         p: &ReadParams,
     ) -> Result<PartitionRead, ErrorCode> {
         let h = self.hosted(info, partition)?;
-        if let Reader::Replica(id) = p.reader
-            && let Some(diverging) = self.follower_fetch(&h, id, p)?
-        {
-            let bound = self.bounded(&h, p.reader, p.current_leader_epoch, |_, b| b)?;
-            return Ok(PartitionRead {
-                bound,
-                result: Ok(None),
-                diverging: Some(diverging),
-            });
+        if let Reader::Replica(id) = p.reader {
+            let (result, diverging) = match self.follower_fetch(&h, id, p)? {
+                FollowerFetch::Proceed => (Ok(None), None),
+                FollowerFetch::Diverging(epoch, end) => (Ok(None), Some((epoch, end))),
+                FollowerFetch::OutOfRange { log_start, log_end } => (
+                    Err(StorageError::OffsetOutOfRange {
+                        offset: p.fetch_offset,
+                        log_start,
+                        log_end,
+                    }),
+                    None,
+                ),
+            };
+            if result.is_err() || diverging.is_some() {
+                let bound = self.bounded(&h, p.reader, p.current_leader_epoch, |_, b| b)?;
+                return Ok(PartitionRead {
+                    bound,
+                    result,
+                    diverging,
+                });
+            }
         }
         self.bounded(&h, p.reader, p.current_leader_epoch, |l, bound| {
             let result = l
@@ -120,7 +142,7 @@ impl ReplicaManager {
         h: &Hosted,
         id: i32,
         p: &ReadParams,
-    ) -> Result<Option<(i32, i64)>, ErrorCode> {
+    ) -> Result<FollowerFetch, ErrorCode> {
         let mut l = h.log.lock();
         let mut st = h.state.lock();
         if !st.followers().iter().any(|f| f.id == id) {
@@ -132,17 +154,34 @@ impl ReplicaManager {
         if check != ErrorCode::None {
             return Err(check);
         }
+        let leo = l.log_end_offset();
+        let out_of_range = FollowerFetch::OutOfRange {
+            log_start: l.log_start_offset(),
+            log_end: leo,
+        };
+        // Kafka's order: below the log start is OFFSET_OUT_OF_RANGE first; then the
+        // divergence check; then the read (past the log end: OFFSET_OUT_OF_RANGE). An
+        // out-of-range fetch changes nothing here (the follower resets and asks again).
+        if p.fetch_offset < l.log_start_offset() {
+            return Ok(out_of_range);
+        }
         if p.last_fetched_epoch >= 0 {
-            let leo = l.log_end_offset();
             let (epoch, end) = l.leader_epochs().end_offset_for(p.last_fetched_epoch, leo);
-            if epoch < p.last_fetched_epoch || end < p.fetch_offset {
-                return Ok(Some((epoch, end)));
+            if epoch < 0 || end < 0 {
+                // An epoch this leader cannot place (above its own): Kafka's answer.
+                return Ok(out_of_range);
             }
+            if epoch < p.last_fetched_epoch || end < p.fetch_offset {
+                return Ok(FollowerFetch::Diverging(epoch, end));
+            }
+        }
+        if p.fetch_offset > leo {
+            return Ok(out_of_range);
         }
         let fx = st.on_follower_fetch(id, p.fetch_offset, self.clock.now_ms())?;
         drop(st);
         self.apply(&mut l, fx);
-        Ok(None)
+        Ok(FollowerFetch::Proceed)
     }
 
     /// ListOffsets: the offset for `timestamp` (Kafka's special values included) below the
