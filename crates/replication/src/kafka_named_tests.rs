@@ -391,7 +391,7 @@ fn test_isr_not_expanded_if_replica_is_fenced_or_shutdown() {
     p.set_ineligible(Vec::new(), T0 + 3);
     assert_eq!(fetch(&mut p, 2, 10, T0 + 4), vec![(vec![1, 2], 1)]);
     assert_eq!(p.maximal_isr(), vec![1, 2]);
-    p.on_isr_committed(1, vec![1, 2], T0 + 5);
+    p.on_isr_committed(2, vec![1, 2], T0 + 5);
     assert_eq!((p.isr(), p.maximal_isr()), (&[1, 2][..], vec![1, 2]));
     assert!(fetch(&mut p, 2, 10, T0 + 6).is_empty(), "nothing in flight");
 }

@@ -341,8 +341,10 @@ impl Partition {
         isr: Vec<ReplicaId>,
         now: i64,
     ) -> Vec<Effect> {
-        if partition_epoch < self.partition_epoch {
-            return Vec::new(); // an older registration than the one applied: ignored
+        if partition_epoch <= self.partition_epoch {
+            // The registration already applied, or an older one (a late AlterPartition answer
+            // after the image brought it): nothing new, and a newer proposal in flight stays.
+            return Vec::new();
         }
         self.partition_epoch = partition_epoch;
         self.isr = isr;
@@ -367,6 +369,11 @@ impl Partition {
     /// The AlterPartition in flight was refused or lost: another may be proposed.
     pub fn on_isr_proposal_failed(&mut self) {
         self.isr_in_flight = None;
+    }
+
+    /// The ISR proposal in flight, if any (a sender resends it while its outcome is unknown).
+    pub fn isr_in_flight(&self) -> Option<&[ReplicaId]> {
+        self.isr_in_flight.as_deref()
     }
 
     // ---- leader: appends and acks -------------------------------------------------------

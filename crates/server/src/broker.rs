@@ -163,9 +163,13 @@ impl Broker {
         let replicas = {
             let configs = Arc::clone(&topic_configs);
             let at_start = Arc::clone(&image);
-            ReplicaManager::open(settings.node_id, Arc::clone(&logs), &image, &move |t| {
-                log_config_for(&*configs, &at_start, &t.name)
-            })
+            let config_for = move |t: &TopicInfo| log_config_for(&*configs, &at_start, &t.name);
+            if settings.quorum.as_ref().is_some_and(|q| q.broker) {
+                // A cluster broker leads or follows only once registered again (issue 17).
+                ReplicaManager::open_gated(settings.node_id, Arc::clone(&logs), &image, &config_for)
+            } else {
+                ReplicaManager::open(settings.node_id, Arc::clone(&logs), &image, &config_for)
+            }
         };
         // issue 12 item 10: the metadata log's producer-id blocks may be behind what partitions
         // have seen (a lost tail): never issue an id any partition's producer state knows.

@@ -208,6 +208,8 @@ async fn reconcile_loop(broker: Arc<Broker>, quorum: Member) {
         let b = Arc::clone(&broker);
         let _ = tokio::task::spawn_blocking(move || {
             let image = b.image();
+            let registered = *b.producer_ids.registered_epoch.lock();
+            b.replicas.open_roles_when_registered(&image, registered);
             b.replicas.reconcile(&image, &|t| b.log_config(t));
             b.groups.reconcile(&b, &image);
         })
@@ -273,7 +275,20 @@ async fn lifecycle(
                 }
             },
             Ok(ResponseBody::BrokerHeartbeat(r)) => match ErrorCode::from_code(r.error_code) {
-                Some(ErrorCode::None) => interval,
+                Some(ErrorCode::None) => {
+                    if !broker.replicas.roles_open() {
+                        // Unfenced by now, perhaps before the image woke the reconciler.
+                        let b = Arc::clone(&broker);
+                        let _ = tokio::task::spawn_blocking(move || {
+                            let image = b.image();
+                            if b.replicas.open_roles_when_registered(&image, epoch) {
+                                b.replicas.reconcile(&image, &|t| b.log_config(t));
+                            }
+                        })
+                        .await;
+                    }
+                    interval
+                }
                 Some(ErrorCode::StaleBrokerEpoch | ErrorCode::BrokerIdNotRegistered) => {
                     tracing::warn!(code = r.error_code, "heartbeat refused; registering again");
                     epoch = None;

@@ -471,6 +471,17 @@ impl Log {
     /// `offset` is removed whole, so the new log end can be below `offset`.
     pub(crate) fn truncate_to_unguarded(&mut self, offset: i64) -> Result<()> {
         if offset >= self.log_end_offset {
+            // Nothing to cut but an epoch that starts at the log end (a leader that wrote
+            // nothing in it): Kafka's `truncateTo` drops it from the epoch cache too.
+            if offset == self.log_end_offset
+                && self
+                    .epochs
+                    .latest_entry()
+                    .is_some_and(|e| e.start_offset >= offset)
+            {
+                self.epochs.truncate_from_end(offset);
+                self.epochs.flush().at(&self.dir.join(LEADER_EPOCH_FILE))?;
+            }
             return Ok(());
         }
         let first_base = self.segments.keys().next().copied().unwrap_or(0);

@@ -62,16 +62,23 @@ impl Controller {
     }
 
     fn commit(&mut self, image: Image, why: &str, trace: &mut Vec<String>) {
-        trace.push(format!("  controller v{}: {why}: {image:?}", self.versions.len()));
+        trace.push(format!(
+            "  controller v{}: {why}: {image:?}",
+            self.versions.len()
+        ));
         self.versions.push(image);
     }
 
     /// `leader_and_isr_updates` for the partition: `remove` leaves the ISR and leadership,
     /// `add` is acceptable as leader although fenced in `img`. `None`: no change.
     fn elect(img: &Image, remove: Option<i32>, add: Option<i32>) -> Option<Image> {
-        let acceptable =
-            |r: i32| Some(r) != remove && (Some(r) == add || !img.fenced[slot(r)]);
-        let target: Vec<i32> = img.isr.iter().copied().filter(|r| Some(*r) != remove).collect();
+        let acceptable = |r: i32| Some(r) != remove && (Some(r) == add || !img.fenced[slot(r)]);
+        let target: Vec<i32> = img
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| Some(*r) != remove)
+            .collect();
         let leader = if target.contains(&img.leader) && acceptable(img.leader) {
             img.leader
         } else {
@@ -137,7 +144,11 @@ impl Controller {
         next.broker_epoch[s] = i64::try_from(self.versions.len()).unwrap_or(i64::MAX);
         self.incarnation[s] = incarnation;
         self.contact[s] = now;
-        self.commit(next, &format!("register {id} incarnation {incarnation}"), trace);
+        self.commit(
+            next,
+            &format!("register {id} incarnation {incarnation}"),
+            trace,
+        );
         Ok(self.latest().broker_epoch[s])
     }
 
@@ -161,6 +172,24 @@ impl Controller {
             }
             self.commit(next, &format!("unfence {id}"), trace);
         }
+    }
+
+    /// A PREFERRED election (ElectLeaders, or `auto.leader.rebalance.enable`): the first
+    /// replica becomes leader if it is in the ISR and unfenced and does not lead already.
+    pub fn elect_preferred(&mut self, trace: &mut Vec<String>) -> bool {
+        let img = self.latest();
+        let p = REPLICAS[0];
+        if img.leader == p || !img.isr.contains(&p) || img.fenced[slot(p)] {
+            return false;
+        }
+        let next = Image {
+            leader: p,
+            leader_epoch: img.leader_epoch + 1,
+            partition_epoch: img.partition_epoch + 1,
+            ..img.clone()
+        };
+        self.commit(next, "preferred leader election", trace);
+        true
     }
 
     /// The fencing timer: every unfenced broker whose session expired, oldest contact first.

@@ -112,12 +112,14 @@ impl SimLog {
     }
 
     /// A crash keeping the first `keep` entries (`keep >= synced`), then recovery: what is on
-    /// disk is synced, the cache is truncated to the log end, the HW is the checkpoint.
+    /// disk is synced, the cache is truncated to the log end, the HW is the checkpoint clamped
+    /// to the log, and written back (`LogManager::open` writes the checkpoints once loaded).
     pub fn crash(&mut self, keep: i64) {
         self.entries.truncate(idx(keep));
         self.synced = self.leo();
         self.truncate_epochs_from_end(self.leo());
         self.hw = self.checkpoint_hw.clamp(0, self.leo());
+        self.checkpoint_hw = self.hw;
     }
 
     /// The core's view of this log (`follow.rs`'s `local_of`), durable to `durable_end`.
@@ -141,7 +143,11 @@ fn epoch_cache_follows_kafkas_rules() {
     }
     assert_eq!(l.epochs, vec![(1, 0), (3, 3)]);
     assert_eq!(l.end_offset_for(3), (3, 5), "latest epoch: the log end");
-    assert_eq!(l.end_offset_for(2), (1, 3), "unknown epoch: the floor's end");
+    assert_eq!(
+        l.end_offset_for(2),
+        (1, 3),
+        "unknown epoch: the floor's end"
+    );
     assert_eq!(l.end_offset_for(0), (0, 0), "below the first epoch");
     assert_eq!(l.end_offset_for(4), (-1, -1), "above the latest");
     l.assign_epoch_start(5);

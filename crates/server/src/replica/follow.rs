@@ -43,7 +43,7 @@ pub struct FollowTarget {
 /// What a follower's next fetch of a partition asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FollowerPosition {
-    /// The log end (the fsynced end on a durable topic, which equals it after an append).
+    /// The log end (fsynced first on a durable topic).
     pub fetch_offset: i64,
     /// The latest epoch in the log's epoch cache (-1: none).
     pub last_fetched_epoch: i32,
@@ -106,6 +106,9 @@ impl ReplicaManager {
 
     /// Makes every hosted partition's role match `image` (see the module docs).
     pub(super) fn sync_roles(&self, image: &MetadataImage) {
+        if !self.roles_open() {
+            return;
+        }
         let hosted: Vec<TopicPartition> = self.states.read().keys().cloned().collect();
         let now = self.clock.now_ms();
         for tp in hosted {
@@ -217,11 +220,15 @@ impl ReplicaManager {
         let (log, _) = self.followed(tp, leader_epoch)?;
         let l = log.lock();
         let leo = l.log_end_offset();
-        let fetch_offset = if l.config().is_durable() {
-            l.sync().synced().clamp(l.log_start_offset(), leo)
-        } else {
-            leo
-        };
+        if l.config().is_durable() && l.sync().synced() < leo {
+            // A tail it wrote as leader and has not fsynced yet: made durable now, so the
+            // fetch offset is the log end and the leader's divergence check covers the whole
+            // log (a fetch from the synced end would skip the tail's records unchecked).
+            l.sync()
+                .sync_to(leo)
+                .map_err(|e| FollowError::Storage(e.to_string()))?;
+        }
+        let fetch_offset = leo;
         Ok(FollowerPosition {
             fetch_offset,
             last_fetched_epoch: l.leader_epochs().latest_epoch().unwrap_or(-1),
@@ -346,8 +353,15 @@ impl ReplicaManager {
         slot: &super::Slot,
         target: i64,
     ) -> Result<(), FollowError> {
-        if target >= l.log_end_offset() {
+        if target > l.log_end_offset() {
             return Ok(());
+        }
+        if target == l.log_end_offset() {
+            // No record to cut, but an empty epoch at the log end must go (else the leader
+            // answers the same DivergingEpoch for ever).
+            return l
+                .truncate_to(target)
+                .map_err(|e| FollowError::Storage(e.to_string()));
         }
         tracing::warn!(%tp, from = l.log_end_offset(), to = target, "follower log diverged from the leader: truncating");
         l.truncate_to(target)

@@ -6,10 +6,13 @@
 //! partition) until it is settled. [`ReplicaManager::apply`] queues the proposal here; the
 //! sender task sends every queued proposal in one AlterPartition v3 (each new ISR member with
 //! its broker epoch) to the active controller. The answer settles it: NONE carries the
-//! committed registration, which the core takes at once (`on_isr_committed`, as Kafka's
-//! leader does with the response; the image brings the same change a little later); an
-//! error, or no answer, drops it (`on_isr_proposal_failed`) so a later fetch or tick proposes
-//! again. The ticker calls every hosted partition's `tick` every
+//! committed registration, which the core takes at once when newer than its own
+//! (`on_isr_committed`, as Kafka's leader does with the response; the image brings the same
+//! change a little later); INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED drop it
+//! (`on_isr_proposal_failed`) so a later fetch or tick proposes again; a stale-epoch error
+//! keeps it until the next registration settles it; an unknown outcome (no answer, no
+//! controller) sends the same proposal again after a short delay (Kafka's
+//! `handleAlterPartitionError`): it may have been committed. The ticker calls every hosted partition's `tick` every
 //! `replica.lag.time.max.ms / 2` (at most every 250 ms).
 //!
 //! Invariants: the new ISR is used only once committed (the core never takes a proposal as
@@ -59,9 +62,38 @@ impl ReplicaManager {
             Ok((partition_epoch, isr)) => {
                 st.on_isr_committed(partition_epoch, isr, self.clock.now_ms())
             }
-            Err(code) => {
+            Err(code @ (ErrorCode::IneligibleReplica | ErrorCode::OperationNotAttempted)) => {
+                // Kafka's `handleAlterPartitionError`: a definite refusal of the new members;
+                // back to the committed ISR, a later fetch may propose again.
                 tracing::info!(%tp, ?code, "ISR change refused by the controller");
                 st.on_isr_proposal_failed();
+                Vec::new()
+            }
+            Err(code) => {
+                // Stale epochs, an unknown partition: the image is ahead of this leader and
+                // its next registration settles the proposal. Anything else (no answer, no
+                // controller, a disconnect): the outcome is unknown (the change may be
+                // committed), so the same proposal is sent again; dropping it could let the
+                // HW pass a member the controller already added to the ISR.
+                if !matches!(
+                    code,
+                    ErrorCode::FencedLeaderEpoch
+                        | ErrorCode::InvalidUpdateVersion
+                        | ErrorCode::UnknownTopicOrPartition
+                        | ErrorCode::UnknownTopicId
+                        | ErrorCode::NotLeaderOrFollower
+                        | ErrorCode::InvalidRequest
+                ) && st.role() == Role::Leader
+                    && let Some(isr) = st.isr_in_flight()
+                {
+                    let proposal = IsrProposal {
+                        tp: tp.clone(),
+                        partition_epoch: st.partition_epoch(),
+                        isr: isr.to_vec(),
+                    };
+                    tracing::debug!(%tp, ?code, "ISR change outcome unknown; resending");
+                    self.isr_retry.lock().push(proposal);
+                }
                 Vec::new()
             }
         };
@@ -114,12 +146,20 @@ async fn ticker(broker: Arc<Broker>, lag_time_max_ms: u64) {
     }
 }
 
+/// How long an ISR proposal whose outcome is unknown waits before it is sent again.
+const RESEND_AFTER: Duration = Duration::from_millis(200);
+
 async fn sender(broker: Arc<Broker>) {
     let mut shutdown = broker.shutdown_signal();
     let ready = Arc::clone(&broker.replicas.isr_ready);
     loop {
+        let retrying = !broker.replicas.isr_retry.lock().is_empty();
         tokio::select! {
             _ = ready.notified() => {}
+            _ = tokio::time::sleep(RESEND_AFTER), if retrying => {
+                let again = std::mem::take(&mut *broker.replicas.isr_retry.lock());
+                broker.replicas.isr_queue.lock().extend(again);
+            }
             _ = shutdown.changed() => return,
         }
         let queued = std::mem::take(&mut *broker.replicas.isr_queue.lock());

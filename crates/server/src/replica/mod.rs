@@ -92,9 +92,15 @@ pub struct ReplicaManager {
     following_tx: watch::Sender<u64>,
     /// ISR proposals waiting for the AlterPartition sender ([`isr`]).
     isr_queue: Mutex<Vec<isr::IsrProposal>>,
+    /// Proposals whose outcome is unknown, sent again after a delay.
+    isr_retry: Mutex<Vec<isr::IsrProposal>>,
     isr_ready: Arc<tokio::sync::Notify>,
     /// `replica.lag.time.max.ms`
     lag_time_max_ms: std::sync::atomic::AtomicI64,
+    /// A cluster broker takes no role (leader or follower) until the image shows its current
+    /// registration unfenced ([`ReplicaManager::open_roles_when_registered`]); a single node
+    /// takes its roles at open.
+    roles_open: std::sync::atomic::AtomicBool,
 }
 
 /// The image's registration of `tp` when it lists `node` as a replica: (leader, assignment).
@@ -138,6 +144,29 @@ impl ReplicaManager {
         image: &MetadataImage,
         config_for: &dyn Fn(&TopicInfo) -> LogConfig,
     ) -> Arc<Self> {
+        Self::open_with(node_id, logs, image, config_for, false)
+    }
+
+    /// [`ReplicaManager::open`] for a cluster broker: the logs are hosted but take no role
+    /// until [`ReplicaManager::open_roles_when_registered`] sees this broker registered again
+    /// (a restarted broker must not lead from the image it had before it stopped: its ISR and
+    /// epochs may be stale, as Kafka's broker serves only once unfenced).
+    pub fn open_gated(
+        node_id: i32,
+        logs: Arc<LogManager>,
+        image: &MetadataImage,
+        config_for: &dyn Fn(&TopicInfo) -> LogConfig,
+    ) -> Arc<Self> {
+        Self::open_with(node_id, logs, image, config_for, true)
+    }
+
+    fn open_with(
+        node_id: i32,
+        logs: Arc<LogManager>,
+        image: &MetadataImage,
+        config_for: &dyn Fn(&TopicInfo) -> LogConfig,
+        gated: bool,
+    ) -> Arc<Self> {
         let clock = logs.clock().clone();
         let rm = Arc::new(Self {
             node_id,
@@ -151,10 +180,12 @@ impl ReplicaManager {
             following: Mutex::new(HashMap::new()),
             following_tx: watch::channel(0).0,
             isr_queue: Mutex::new(Vec::new()),
+            isr_retry: Mutex::new(Vec::new()),
             isr_ready: Arc::new(tokio::sync::Notify::new()),
             lag_time_max_ms: std::sync::atomic::AtomicI64::new(
                 PartitionConfig::default().replica_lag_time_max_ms,
             ),
+            roles_open: std::sync::atomic::AtomicBool::new(!gated),
         });
         for (tp, log) in rm.logs.all() {
             if image
@@ -180,6 +211,34 @@ impl ReplicaManager {
 
     pub fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// Whether partitions take roles now (always on a single node).
+    pub fn roles_open(&self) -> bool {
+        self.roles_open.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Opens the roles of a gated replica manager once `image` holds this broker's
+    /// registration at `registered_epoch`, unfenced; true when they are open.
+    pub fn open_roles_when_registered(
+        &self,
+        image: &MetadataImage,
+        registered_epoch: Option<i64>,
+    ) -> bool {
+        if self.roles_open() {
+            return true;
+        }
+        let ready = registered_epoch.is_some_and(|epoch| {
+            image
+                .broker(self.node_id)
+                .is_some_and(|b| b.epoch == epoch && !b.fenced)
+        });
+        if ready {
+            tracing::info!("registered and unfenced: partitions take their roles");
+            self.roles_open
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        ready
     }
 
     fn partition_config(&self, c: &LogConfig) -> PartitionConfig {
@@ -236,6 +295,15 @@ impl ReplicaManager {
         let now = self.clock.now_ms();
         let mut p = Partition::new(self.node_id, self.partition_config(l.config()));
         let (leader, assignment) = assignment;
+        if !self.roles_open() {
+            // Hosted without a role until this broker is registered again (`sync_roles`).
+            let state = Arc::new(Mutex::new(p));
+            let combiner = Arc::new(ProduceCombiner::new());
+            self.states
+                .write()
+                .insert(tp.clone(), (Arc::clone(&state), combiner));
+            return state;
+        }
         let epoch = assignment.leader_epoch;
         let fx = if leader == self.node_id {
             // Kafka's makeLeader: the epoch's start goes into the epoch cache at once.
