@@ -1,5 +1,7 @@
 //! `cargo run -p xtask -- codegen [--check]` and `cargo run -p xtask -- tidy`: see the library
-//! docs.
+//! docs. `cargo run -p xtask -- chaos ...`: the long fault-scenario run ([`chaos`]).
+
+mod chaos;
 
 use std::process::ExitCode;
 
@@ -55,8 +57,21 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        ("chaos", rest) => match chaos::plan(rest) {
+            Ok(plan) => match chaos::run(&xtask::repo_root(), &plan) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("chaos: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(e) => {
+                eprintln!("chaos: {e}\n{}", chaos::USAGE);
+                ExitCode::from(2)
+            }
+        },
         _ => {
-            eprintln!("usage: cargo run -p xtask -- codegen [--check] | tidy");
+            eprintln!("usage: cargo run -p xtask -- codegen [--check] | tidy | chaos [...]");
             ExitCode::from(2)
         }
     }

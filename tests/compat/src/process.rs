@@ -190,6 +190,24 @@ impl Background {
         }
     }
 
+    /// Writes `line` and a newline to the child's stdin (a command to a running script, e.g.
+    /// the workload driver's fault markers); panics with its stderr if the child is gone.
+    pub fn send_line(&mut self, line: &str) {
+        let sent = match self.stdin.as_mut() {
+            Some(w) => w
+                .write_all(format!("{line}\n").as_bytes())
+                .and_then(|()| w.flush()),
+            None => Err(std::io::Error::other("stdin already closed")),
+        };
+        if let Err(e) = sent {
+            let tail = self.stderr_tail();
+            panic!(
+                "{}: cannot write {line:?} to its stdin ({e}); stderr:\n{tail}",
+                self.what
+            );
+        }
+    }
+
     /// Closes the child's stdin (the scripts take that as "stop"), waits at most `timeout` for
     /// it to exit, and returns its output.
     pub fn finish(mut self, timeout: Duration) -> Output {
