@@ -341,7 +341,8 @@ fn damage(dir: &std::path::Path, truncate: bool, garbage: &mut Garbage) -> Strin
 /// holder waits in `RaftMetadataLog::propose` (`Handle::block_on`) for a commit that needs
 /// the runtime's I/O driver.
 #[test]
-#[ignore = "bug: a controller node hangs for good when a tokio worker blocks on the metadata store lock held across a Raft commit (InitProducerId / CreateTopics / AllocateProducerIds at once)"]
+// Was ignored for bug B (a controller hung when tokio workers blocked on the metadata store
+// lock held across a Raft commit); fixed in handlers::dispatch (block_in_place).
 fn chaos_startup_metadata_writes_do_not_hang_a_node() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
