@@ -80,8 +80,10 @@ async fn manager(broker: Arc<Broker>, settings: FetcherSettings) {
     let mut shutdown = broker.shutdown_signal();
     let mut tasks: HashMap<i32, watch::Sender<Targets>> = HashMap::new();
     loop {
+        let following = broker.replicas.following();
+        let followed: Vec<i32> = following.iter().map(|(_, t)| t.leader).collect();
         let mut by_leader: HashMap<i32, Targets> = HashMap::new();
-        for (tp, t) in broker.replicas.following() {
+        for (tp, t) in following {
             if t.leader >= 0 {
                 by_leader
                     .entry(t.leader)
@@ -112,12 +114,6 @@ async fn manager(broker: Arc<Broker>, settings: FetcherSettings) {
             }
         }
         // Leaders nothing is fetched from any more: their tasks idle on an empty list.
-        let followed: Vec<i32> = broker
-            .replicas
-            .following()
-            .iter()
-            .map(|(_, t)| t.leader)
-            .collect();
         for (leader, tx) in &tasks {
             if !followed.contains(leader) {
                 tx.send_if_modified(|cur| {
