@@ -51,6 +51,9 @@ phase "format check"
 cargo fmt --all -- --check
 
 phase "build (debug, all targets)"
+# One-shot build: incremental state would only cost disk (GiBs) and time here.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+df -h . | tail -1 | awk '{print "disk before build: " $4 " free of " $2}'
 cargo build --workspace --all-targets --locked
 
 phase "tidy (layering, clock, file length, unwrap lints)"
@@ -69,5 +72,7 @@ else
   echo "SKIPPED: generated-code drift check (no ../shared/kafka-message-specs beside this clone; set SKIFF_MESSAGE_SPECS to run it)"
 fi
 cargo nextest run --workspace --locked --no-fail-fast
+df -h . | tail -1 | awk '{print "disk after tests: " $4 " free of " $2}'
+du -sh target 2>/dev/null | awk '{print "target/: " $1}'
 
 phase "done"
