@@ -1,7 +1,7 @@
 //! Table tests of AlterPartition at the controller (`controller/alter_partition.rs`): every
 //! error code with the rule that picks it, the record of an accepted change, no record for
 //! an unchanged ISR, and "handle then replay" giving exactly the answered state (the new ISR,
-//! the partition epoch bumped, the leader and its epoch unchanged).
+//! the partition epoch bumped, the leader and its epoch unchanged but in Skiff's hand-over).
 
 use skiff_protocol::{PartitionChangeRecord, PartitionRecord, TopicRecord};
 use skiff_types::ErrorCode;
@@ -242,10 +242,35 @@ fn cases() -> Vec<(&'static str, Request, Expect)> {
             err(0, E::InvalidRequest),
         ),
         ("empty ISR", by_id(vec![p0(&[])]), err(0, E::InvalidRequest)),
+        // Skiff's hand-over (Kafka: INVALID_REQUEST): the first replica of the new ISR leads.
         (
-            "ISR without the leader",
-            by_id(vec![p0(&[2, 3])]),
-            err(0, E::InvalidRequest),
+            "ISR without the leader: a hand-over",
+            by_id(vec![p0(&[3, 2])]),
+            Answered(
+                vec![Record::PartitionChange(PartitionChangeRecord {
+                    partition_id: 0,
+                    topic_id: T,
+                    isr: Some(vec![3, 2]),
+                    leader: 2,
+                    leader_recovery_state: -1,
+                    ..PartitionChangeRecord::default()
+                })],
+                vec![(
+                    0,
+                    Ok(IsrState {
+                        leader: 2,
+                        leader_epoch: 6,
+                        isr: vec![3, 2],
+                        leader_recovery_state: 0,
+                        partition_epoch: 8,
+                    }),
+                )],
+            ),
+        ),
+        (
+            "a hand-over to a fenced member",
+            by_id(vec![chg(3, (0, 0), &at(&[4]))]),
+            err(3, E::IneligibleReplica),
         ),
         (
             "recovering with two members",
@@ -422,9 +447,11 @@ fn handle_then_replay_gives_the_answered_state() {
                     (state.leader, state.leader_epoch),
                     "{name}"
                 );
+                // Unchanged, but in a hand-over (the leader left the ISR): one election.
+                let handed_over = !state.isr.contains(&before.leader);
                 assert_eq!(
-                    (after.leader, after.leader_epoch),
-                    (before.leader, before.leader_epoch),
+                    (after.leader != before.leader, after.leader_epoch),
+                    (handed_over, before.leader_epoch + i32::from(handed_over)),
                     "{name}"
                 );
                 let changes = records
@@ -449,7 +476,7 @@ fn handle_then_replay_gives_the_answered_state() {
             }
         }
     }
-    assert_eq!(checked, 7, "every accepted partition was checked");
+    assert_eq!(checked, 8, "every accepted partition was checked");
 }
 
 /// The records encode and decode as KRaft frames (the ISR and the recovery state survive).

@@ -366,6 +366,23 @@ impl Partition {
         fx
     }
 
+    /// This leader's log has a hole (a quarantined range): it proposes an ISR without
+    /// itself, which the controller takes as a hand-over to another member (issue 17 item 8).
+    /// Nothing while another proposal is in flight or no other member is in the ISR.
+    pub fn hand_over(&mut self) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let others: Vec<ReplicaId> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| *r != self.local)
+            .collect();
+        if self.role == Role::Leader && self.isr_in_flight.is_none() && !others.is_empty() {
+            self.propose(others, &mut fx);
+        }
+        fx
+    }
+
     /// The AlterPartition in flight was refused or lost: another may be proposed.
     pub fn on_isr_proposal_failed(&mut self) {
         self.isr_in_flight = None;
@@ -516,10 +533,22 @@ impl Partition {
         } else if f.leader_end_at_last_fetch >= 0 && fetch_offset >= f.leader_end_at_last_fetch {
             f.last_caught_up_ms = f.last_caught_up_ms.max(f.last_fetch_ms);
         }
+        // A follower whose log end went back below the HW lost committed data (a repair cut
+        // at a quarantined range, a lost unsynced tail): out of sync at once, so it is not
+        // elected before it has the range whole again (issue 17 item 8; Kafka waits out
+        // `replica.lag.time.max.ms`).
+        let lost_committed = f.log_end_offset > fetch_offset && fetch_offset < self.high_watermark;
+        if lost_committed {
+            f.last_caught_up_ms = -1;
+        }
         f.log_end_offset = fetch_offset;
         f.last_fetch_ms = now;
         f.leader_end_at_last_fetch = leader_end;
         let mut fx = Vec::new();
+        if lost_committed && self.isr.contains(&replica) && self.isr_in_flight.is_none() {
+            let isr = self.isr.iter().copied().filter(|r| *r != replica).collect();
+            self.propose(isr, &mut fx);
+        }
         let eligible = fetch_offset >= self.high_watermark
             && fetch_offset >= self.leader_epoch_start
             && !self.ineligible.contains(&replica);

@@ -533,7 +533,7 @@ impl Log {
         self.after_truncation()
     }
 
-    fn after_truncation(&mut self) -> Result<()> {
+    pub(crate) fn after_truncation(&mut self) -> Result<()> {
         let end = self.log_end_offset;
         self.delivery.truncate_from(end); // delivery delay (issue 8)
         self.epochs.truncate_from_end(end);

@@ -92,6 +92,13 @@ impl Log {
         self.guard(r)
     }
 
+    /// [`Log::cut_at_first_quarantined_unguarded`] unless the log dir is offline.
+    pub fn cut_at_first_quarantined(&mut self) -> Result<Option<i64>> {
+        self.check_online()?;
+        let r = self.cut_at_first_quarantined_unguarded();
+        self.guard(r)
+    }
+
     /// [`Log::truncate_to_unguarded`] unless the log dir is offline.
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
         self.check_online()?;

@@ -23,6 +23,10 @@ use crate::process::{Broker, free_port, skiff_binary};
 /// (ephemeral; [`Broker::admin_port`]), whatever the value.
 pub const ADMIN_KEY: &str = "skiff.admin.listener";
 
+/// In a cluster's `extra` keys: every node's `RUST_LOG` (not a broker key; the default is the
+/// process harness's, `SKIFF_TEST_LOG` or `info`).
+pub const RUST_LOG_KEY: &str = "skiff.test.rust.log";
+
 /// The cluster id every harness cluster is formatted with.
 pub const CLUSTER_ID: &str = "c2tpZmYtY2x1c3Rlci0xNg";
 
@@ -93,7 +97,7 @@ pub fn node_properties_roles(
     lines.push(format!("log.dirs={}", data.display()));
     for (k, v) in TEST_TIMERS.iter().chain(extra) {
         // The admin port is the process harness's to bind (it reads its ready line).
-        if *k != ADMIN_KEY {
+        if *k != ADMIN_KEY && *k != RUST_LOG_KEY {
             lines.push(format!("{k}={v}"));
         }
     }
@@ -159,14 +163,15 @@ impl Cluster {
         for i in order {
             let (port, cport) = ports[i];
             let file = configs[i].display().to_string();
-            nodes[i] = Some(
-                Broker::builder()
-                    .admin(extra.iter().any(|(k, _)| *k == ADMIN_KEY))
-                    .log_dirs(&[&datas[i]])
-                    .serve_args(&["--config", &file])
-                    .set("listeners", &listeners_of(roles[i], port, cport))
-                    .start(),
-            );
+            let mut builder = Broker::builder()
+                .admin(extra.iter().any(|(k, _)| *k == ADMIN_KEY))
+                .log_dirs(&[&datas[i]])
+                .serve_args(&["--config", &file])
+                .set("listeners", &listeners_of(roles[i], port, cport));
+            if let Some((_, filter)) = extra.iter().find(|(k, _)| *k == RUST_LOG_KEY) {
+                builder = builder.rust_log(filter);
+            }
+            nodes[i] = Some(builder.start());
         }
         for (i, role) in roles.iter().enumerate() {
             if !role.contains("broker") {

@@ -18,8 +18,8 @@
 //!   leader or partition epoch above the controller's -> NOT_CONTROLLER (the requester has
 //!   seen a newer controller); a lower leader epoch -> FENCED_LEADER_EPOCH; the requester not
 //!   the leader -> INVALID_REQUEST; a lower partition epoch -> INVALID_UPDATE_VERSION; an ISR
-//!   with a negative or duplicate id or a broker outside the replicas, or without the leader
-//!   (so an empty one) -> INVALID_REQUEST; leader recovery state RECOVERING with more than one
+//!   with a negative or duplicate id or a broker outside the replicas, or an empty one ->
+//!   INVALID_REQUEST; leader recovery state RECOVERING with more than one
 //!   ISR member, or RECOVERED -> RECOVERING -> INVALID_REQUEST; an ISR member unregistered,
 //!   in controlled shutdown, fenced, or (v3) at another broker epoch than the one given (-1 =
 //!   not checked) -> INELIGIBLE_REPLICA (v2+) / OPERATION_NOT_ATTEMPTED (v0-1).
@@ -28,11 +28,18 @@
 //!   (when it differs); the leader is unchanged (`NO_LEADER_CHANGE`), so replay bumps the
 //!   partition epoch only. Nothing differs -> no record, the current state is answered.
 //!
+//! Skiff extension, the hand-over (issue 17 item 8): a leader whose log has a hole
+//! (a quarantined range) while another ISR member has the range whole asks for an ISR without
+//! itself; Kafka's controller answers INVALID_REQUEST (no Kafka broker sends it), Skiff's
+//! accepts it when the rest holds and makes the first replica of the new ISR, in assignment
+//! order, the leader (leader epoch + 1, as any election). The old leader becomes a follower,
+//! cuts its log at the hole and fetches the rest again (`skiff_storage::integrity`).
+//!
 //! Invariants: an error writes nothing for its partition; the state answered for an
 //! accepted partition is exactly what replaying the records exposes (each partition is
 //! validated against the state the earlier entries of the same request left it in, so a
 //! partition listed twice is checked against its first change: Kafka validates both against
-//! the committed state); the leader never changes, so the leader epoch never moves.
+//! the committed state); the leader changes only in a hand-over.
 //!
 //! Not modelled: reassignments completing through an ISR change (Kafka's NEW_LEADER_ELECTED;
 //! Skiff does not run reassignments), ELR, unclean elections. A leader recovery state that
@@ -186,7 +193,11 @@ fn validate(
         return Err(ErrorCode::InvalidUpdateVersion);
     }
     let isr: Vec<i32> = change.new_isr.iter().map(|(id, _)| *id).collect();
-    if !isr_within_replicas(&p.replicas, &isr) || !isr.contains(&p.leader) {
+    // Skiff's hand-over (module docs): a new ISR without the leader is allowed, not empty.
+    if !isr_within_replicas(&p.replicas, &isr) || isr.is_empty() {
+        return Err(ErrorCode::InvalidRequest);
+    }
+    if !isr.contains(&p.leader) && change.leader_recovery_state != RECOVERED {
         return Err(ErrorCode::InvalidRequest);
     }
     let recovery = change.leader_recovery_state;
@@ -228,6 +239,17 @@ fn change_record(
     change: &IsrChange,
 ) -> Option<PartitionChangeRecord> {
     let isr: Vec<i32> = change.new_isr.iter().map(|(id, _)| *id).collect();
+    // A hand-over: the first replica (preferred order) of the new ISR leads; all of them
+    // passed the eligibility check.
+    let leader = if isr.contains(&p.leader) {
+        NO_LEADER_CHANGE
+    } else {
+        p.replicas
+            .iter()
+            .copied()
+            .find(|r| isr.contains(r))
+            .unwrap_or(NO_LEADER_CHANGE)
+    };
     let isr = (isr != p.isr).then_some(isr);
     let recovery = change.leader_recovery_state;
     let leader_recovery_state = if recovery != p.leader_recovery_state {
@@ -242,7 +264,7 @@ fn change_record(
         partition_id: change.partition,
         topic_id: Uuid::from_bytes(topic_id),
         isr,
-        leader: NO_LEADER_CHANGE,
+        leader,
         leader_recovery_state,
         ..PartitionChangeRecord::default()
     })

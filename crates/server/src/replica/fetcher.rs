@@ -194,8 +194,12 @@ async fn fetch_once(
     let mut positions: HashMap<TopicPartition, FollowerPosition> = HashMap::new();
     let mut topics: Vec<FetchTopic> = Vec::new();
     for (tp, epoch) in list {
-        let Ok(pos) = broker.replicas.follower_position(tp, *epoch) else {
-            continue;
+        let pos = match broker.replicas.follower_position(tp, *epoch) {
+            Ok(pos) => pos,
+            Err(e) => {
+                tracing::debug!(%tp, epoch, leader, error = %e, "not fetched this round");
+                continue;
+            }
         };
         let Some(info) = image.topic(&tp.topic) else {
             continue;
@@ -264,6 +268,14 @@ async fn fetch_once(
             let code = ErrorCode::from_code(p.error_code).unwrap_or(ErrorCode::UnknownServerError);
             let outcome = match code {
                 ErrorCode::None if p.diverging_epoch.epoch >= 0 => {
+                    tracing::debug!(
+                        %tp, leader,
+                        fetch_offset = pos.fetch_offset,
+                        last_fetched_epoch = pos.last_fetched_epoch,
+                        diverging_epoch = p.diverging_epoch.epoch,
+                        diverging_end = p.diverging_epoch.end_offset,
+                        "the leader answered a diverging epoch"
+                    );
                     let r = broker.replicas.truncate_diverged(
                         &tp,
                         pos.leader_epoch,

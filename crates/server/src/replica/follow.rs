@@ -10,7 +10,10 @@
 //!
 //! The follower's operations, each under the log lock then the state lock:
 //! - [`ReplicaManager::follower_position`]: what the next fetch asks for (the log end, the
-//!   latest epoch in the cache, the log start);
+//!   latest epoch in the cache, the log start); a log with a quarantined range is first cut
+//!   there (issue 17 item 8), so the damaged batch and what follows are fetched again from
+//!   the leader, byte for byte, and the leader sees the fetch offset go back below its HW and
+//!   takes this replica out of the ISR until it has the range whole again;
 //! - [`ReplicaManager::append_fetched`]: appends a leader's batches (every CRC checked,
 //!   offsets from the log end on; a batch wholly below it is skipped), fsyncs them on a durable
 //!   topic (so the next fetch offset is the fsynced end, and "acknowledged" means fsynced on
@@ -217,8 +220,18 @@ impl ReplicaManager {
         tp: &TopicPartition,
         leader_epoch: i32,
     ) -> Result<FollowerPosition, FollowError> {
-        let (log, _) = self.followed(tp, leader_epoch)?;
-        let l = log.lock();
+        let (log, slot) = self.followed(tp, leader_epoch)?;
+        let mut l = log.lock();
+        if l.first_quarantined_offset().is_some() {
+            // A hole (issue 17 item 8): cut the log there, fetch the rest from the leader.
+            // Its fetch offset going back below the HW takes it out of the ISR at once.
+            l.cut_at_first_quarantined()
+                .map_err(|e| FollowError::Storage(e.to_string()))?;
+            let mut st = slot.0.lock();
+            let fx = st.on_truncated(l.log_end_offset());
+            drop(st);
+            self.apply(&mut l, fx);
+        }
         let leo = l.log_end_offset();
         if l.config().is_durable() && l.sync().synced() < leo {
             // A tail it wrote as leader and has not fsynced yet: made durable now, so the
@@ -314,6 +327,11 @@ impl ReplicaManager {
         .min(leo)
         .max(l.log_start_offset());
         self.truncate_locked(tp, &mut l, &slot, target)?;
+        tracing::debug!(
+            %tp, epoch, end_offset, own_epoch, own_end, target, leo_before = leo,
+            latest_epoch_after = ?l.leader_epochs().latest_entry(),
+            "truncated to the leader's diverging epoch"
+        );
         Ok(target)
     }
 

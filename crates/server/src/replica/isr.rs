@@ -12,8 +12,10 @@
 //! (`on_isr_proposal_failed`) so a later fetch or tick proposes again; a stale-epoch error
 //! keeps it until the next registration settles it; an unknown outcome (no answer, no
 //! controller) sends the same proposal again after a short delay (Kafka's
-//! `handleAlterPartitionError`): it may have been committed. The ticker calls every hosted partition's `tick` every
-//! `replica.lag.time.max.ms / 2` (at most every 250 ms).
+//! `handleAlterPartitionError`): it may have been committed. The ticker calls every hosted
+//! partition's `tick` every `replica.lag.time.max.ms / 2` (at most every 250 ms); a leader
+//! whose log has a quarantined range proposes an ISR without itself there, a hand-over the
+//! controller answers with another leader (issue 17 item 8).
 //!
 //! Invariants: the new ISR is used only once committed (the core never takes a proposal as
 //! the ISR); a proposal of a partition this node no longer leads is dropped unsent.
@@ -118,7 +120,18 @@ impl ReplicaManager {
                 continue;
             };
             let mut l = log.lock();
-            let fx = state.lock().tick(now);
+            let mut st = state.lock();
+            let mut fx = st.tick(now);
+            if let Some(hole) = l.first_quarantined_offset() {
+                // A leader with a hole hands leadership to another ISR member, which has the
+                // range whole (issue 17 item 8); as a follower it cuts and fetches again.
+                let handed = st.hand_over();
+                if !handed.is_empty() {
+                    tracing::warn!(%tp, hole, "leader log has a quarantined range: handing leadership over");
+                }
+                fx.extend(handed);
+            }
+            drop(st);
             self.apply(&mut l, fx);
         }
     }
@@ -240,6 +253,10 @@ async fn send(broker: &Arc<Broker>, queued: Vec<IsrProposal>) {
             for p in &t.partitions {
                 let tp = TopicPartition::new(info.name.clone(), p.partition_index);
                 let result = match ErrorCode::from_code(p.error_code) {
+                    // A hand-over (another leader now): the image brings the change.
+                    Some(ErrorCode::None) if p.leader_id != broker.node_id() => {
+                        Err(ErrorCode::FencedLeaderEpoch)
+                    }
                     Some(ErrorCode::None) => Ok((p.partition_epoch, p.isr.clone())),
                     other => Err(other.unwrap_or(ErrorCode::UnknownServerError)),
                 };

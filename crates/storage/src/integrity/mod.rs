@@ -18,6 +18,7 @@
 //! opens them as segments nor deletes them as leftovers; they stay for the operator.
 
 pub mod quarantine;
+mod repair;
 pub mod scrub;
 pub mod scrubber;
 pub mod verify;

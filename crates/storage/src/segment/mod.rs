@@ -539,13 +539,21 @@ impl LogSegment {
         let Some(h) = self.translate_offset(offset)? else {
             return Ok(0);
         };
-        let position = h.position;
+        self.truncate_at(h.position, offset, h.base_offset)
+    }
+
+    /// Cuts the segment at byte `position`, where the batch with base offset `batch_base`
+    /// (holding `offset`) starts: indexes lose their entries from `offset` on. Also the cut of
+    /// a repair (issue 17 item 8), at a quarantined range's recorded position, so no header
+    /// inside the damage is ever read. Returns the bytes removed.
+    pub fn truncate_at(&mut self, position: u64, offset: i64, batch_base: i64) -> Result<u64> {
+        let position = position.min(self.size);
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
         // delivery delay (issue 8): the batch holding `offset` goes whole, so does its entry.
         let base = self.base_offset;
         self.deliver_after
-            .truncate_to(base, h.base_offset)
+            .truncate_to(base, batch_base)
             .at(self.deliver_after.path())?;
         let removed = self.size - position;
         self.file.set_len(position).at(&self.log_path)?;

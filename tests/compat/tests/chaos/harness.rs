@@ -137,6 +137,11 @@ impl Run {
                 ("replica.lag.time.max.ms", "5000"),
                 // The admin port (ephemeral), for the replication state on failures.
                 (skiff_testkit::cluster::ADMIN_KEY, "127.0.0.1:0"),
+                // The fetchers' skips and divergence answers, in the evidence on a failure.
+                (
+                    skiff_testkit::cluster::RUST_LOG_KEY,
+                    "info,skiff_server::replica=debug",
+                ),
             ],
         );
         evidence.logs = cluster
