@@ -71,8 +71,10 @@ elif [ -d ../shared/kafka-message-specs ]; then
 else
   echo "SKIPPED: generated-code drift check (no ../shared/kafka-message-specs beside this clone; set SKIFF_MESSAGE_SPECS to run it)"
 fi
-cargo nextest run --workspace --locked --no-fail-fast
+rc=0
+cargo nextest run --workspace --locked --no-fail-fast || rc=$?
 df -h . | tail -1 | awk '{print "disk after tests: " $4 " free of " $2}'
 du -sh target 2>/dev/null | awk '{print "target/: " $1}'
+[ "$rc" -eq 0 ] || exit "$rc"
 
 phase "done"

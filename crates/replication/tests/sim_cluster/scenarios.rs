@@ -330,7 +330,7 @@ fn stale_checkpoint_after_truncation(model: Model) -> Result<(), String> {
 }
 
 #[test]
-#[ignore = "bug 6: a truncation below the HW leaves the HW checkpoint stale (follow.rs truncate_locked)"]
+#[ignore = "bug 6, fixed in the server (a fetcher writes the checkpoints after a truncation lowered a HW, ReplicaManager::checkpoint_if_hw_lowered): this models the code before the fix"]
 fn stale_checkpoint_after_truncation_as_built() {
     let model = Model {
         truncation_keeps_checkpointed_hw: true,

@@ -164,7 +164,13 @@ async fn fetch_loop(
             }
             continue;
         }
-        let wait = match fetch_once(&broker, &settings, leader, &list, timeout).await {
+        let result = fetch_once(&broker, &settings, leader, &list, timeout).await;
+        if broker.replicas.hw_lowered_pending() {
+            let b = Arc::clone(&broker);
+            let _ =
+                tokio::task::spawn_blocking(move || b.replicas.checkpoint_if_hw_lowered()).await;
+        }
+        let wait = match result {
             Ok(true) => Duration::ZERO,
             Ok(false) => backoff,
             Err(e) => {

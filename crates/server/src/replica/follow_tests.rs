@@ -690,3 +690,25 @@ fn test_high_watermark_persistence_multiple_partitions() {
         .collect();
     assert_eq!(hws, vec![5, 5, 4]);
 }
+
+/// The simulation's bug 6: a truncation below the HW lowers it, and the fetcher writes the
+/// HW checkpoint at once (`checkpoint_if_hw_lowered`), so a crash before the periodic write
+/// cannot bring back the old HW over records written since.
+#[test]
+fn a_truncation_below_the_hw_writes_the_hw_checkpoint_at_once() {
+    let f = follower_with(&single_record_batches(&[(0, 2), (2, 3), (4, 3)]));
+    f.rm.append_fetched(&tp(0), 6, &[], 8).unwrap();
+    assert_eq!(f.hw(), 8);
+    f.rm.checkpoint_if_hw_lowered();
+    assert!(!f.rm.hw_lowered_pending());
+    f.rm.truncate_diverged(&tp(0), 6, 2, 4).unwrap();
+    assert_eq!(f.hw(), 4);
+    assert!(f.rm.hw_lowered_pending(), "the lowered HW is noted");
+    f.rm.checkpoint_if_hw_lowered();
+    assert!(!f.rm.hw_lowered_pending());
+    let file = std::fs::read_to_string(f.dir.path().join("replication-offset-checkpoint")).unwrap();
+    assert!(
+        file.lines().any(|l| l == format!("{TOPIC} 0 4")),
+        "the checkpoint holds the lowered HW: {file:?}"
+    );
+}

@@ -45,7 +45,7 @@ pub mod read;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use skiff_metadata::{MetadataImage, TopicInfo};
@@ -101,6 +101,10 @@ pub struct ReplicaManager {
     /// registration unfenced ([`ReplicaManager::open_roles_when_registered`]); a single node
     /// takes its roles at open.
     roles_open: std::sync::atomic::AtomicBool,
+    /// A truncation lowered some HW since the last HW checkpoint: the fetchers write the
+    /// checkpoint at once ([`ReplicaManager::checkpoint_if_hw_lowered`]), so a crash cannot
+    /// bring back the old, higher HW over records nobody committed (the simulation's bug 6).
+    hw_lowered: std::sync::atomic::AtomicBool,
 }
 
 /// The image's registration of `tp` when it lists `node` as a replica: (leader, assignment).
@@ -186,6 +190,7 @@ impl ReplicaManager {
                 PartitionConfig::default().replica_lag_time_max_ms,
             ),
             roles_open: std::sync::atomic::AtomicBool::new(!gated),
+            hw_lowered: std::sync::atomic::AtomicBool::new(false),
         });
         for (tp, log) in rm.logs.all() {
             if image
@@ -275,6 +280,21 @@ impl ReplicaManager {
     /// scrubber threads; never a handler).
     pub fn log_manager(&self) -> &Arc<LogManager> {
         &self.logs
+    }
+
+    /// Whether a truncation lowered a HW since the last checkpoint (a cheap check).
+    pub fn hw_lowered_pending(&self) -> bool {
+        self.hw_lowered.load(Ordering::Acquire)
+    }
+
+    /// Writes the checkpoint files now if a truncation lowered a HW since the last call
+    /// (blocking I/O: call with no log lock held, off the async workers).
+    pub fn checkpoint_if_hw_lowered(&self) {
+        if self.hw_lowered.swap(false, Ordering::AcqRel)
+            && let Err(e) = self.logs.write_checkpoints()
+        {
+            tracing::error!(error = %e, "cannot write the HW checkpoint after a truncation");
+        }
     }
 
     /// Makes this node the leader of `tp` over `l` (as `assignment` says), durable up to
@@ -456,9 +476,13 @@ impl ReplicaManager {
         let mut moved = false;
         for e in effects {
             match e {
-                Effect::HighWatermarkAdvanced { new, .. }
-                | Effect::HighWatermarkLowered { new, .. } => {
+                Effect::HighWatermarkAdvanced { new, .. } => {
                     l.set_high_watermark(new);
+                    moved = true;
+                }
+                Effect::HighWatermarkLowered { new, .. } => {
+                    l.set_high_watermark(new);
+                    self.hw_lowered.store(true, Ordering::Release);
                     moved = true;
                 }
                 Effect::AckCompleted { wait, error } => {
