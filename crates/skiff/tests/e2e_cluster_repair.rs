@@ -7,6 +7,7 @@
 //! - on the leader: it hands leadership over to another ISR member (AlterPartition with an
 //!   ISR without itself, Skiff's hand-over), then repairs as a follower.
 //!
+//! The followers fetch in incremental fetch sessions (the leader's stats count them).
 //! After each repair every replica holds the same batches, byte for byte, none quarantined,
 //! and a consumer reads every record from the (new) leader with no CORRUPT_MESSAGE.
 //! Every wait polls with a deadline; per-phase timings are printed.
@@ -49,6 +50,16 @@ fn view(c: &Cluster, i: usize) -> Value {
         .get(format!(
             "http://127.0.0.1:{admin}/api/v1/partitions/{TOPIC}/0"
         ))
+        .call()
+        .and_then(|mut r| r.body_mut().read_to_string())
+        .unwrap_or_default();
+    serde_json::from_str(&body).unwrap_or(Value::Null)
+}
+
+/// Node `i`'s `/api/v1/stats` counters.
+fn stats(c: &Cluster, i: usize) -> Value {
+    let admin = c.nodes[i].admin_port().expect("admin port on");
+    let body = ureq::get(format!("http://127.0.0.1:{admin}/api/v1/stats"))
         .call()
         .and_then(|mut r| r.body_mut().read_to_string())
         .unwrap_or_default();
@@ -213,6 +224,19 @@ fn e2e_cluster_scrubber_repairs_a_follower_and_a_leader_from_the_other_replicas(
         );
     }
     let pristine = wait_whole(&c, l, "3 identical replicas after the produce");
+    // The followers fetch in incremental fetch sessions (KIP-227); this test's own fetches
+    // are sessionless.
+    let s = stats(&c, l);
+    let (created, incremental) = (
+        s["fetch_sessions"]["created"].as_u64().unwrap_or(0),
+        s["fetch_sessions"]["incremental_fetches"]
+            .as_u64()
+            .unwrap_or(0),
+    );
+    assert!(
+        created >= 2 && incremental > 0,
+        "the followers' fetch sessions on the leader: {s}"
+    );
     eprintln!(
         "phase start + {BATCHES} acks=all batches on 3 replicas (leader {leader}): {:?}",
         t0.elapsed()

@@ -7,9 +7,12 @@
 //! A fetch task loops: for each partition it asks the replica manager for the follower's
 //! position (log end, latest epoch, log start) and sends one Fetch v17 to the leader's
 //! inter-broker listener with `ReplicaState{ReplicaId, ReplicaEpoch}`, `CurrentLeaderEpoch`
-//! and `LastFetchedEpoch` (sessionless: a full fetch each time). The leader answers as soon
-//! as it has data, a diverging epoch, an error, or a high watermark that moved (see
-//! `handlers/fetch.rs`), else after `replica.fetch.wait.max.ms`. Each partition's answer:
+//! and `LastFetchedEpoch`, in an incremental fetch session (KIP-227, [`super::fetch_session`]:
+//! only partitions whose fetch state changed are listed, the leader answers only those with
+//! news; a refused session falls back to a full fetch that opens a new one). The leader
+//! answers as soon as it has data, a diverging epoch, an error, or a high watermark that
+//! moved (see `handlers/fetch.rs`), else after `replica.fetch.wait.max.ms`. Each partition's
+//! answer:
 //! - records and the leader's HW -> [`ReplicaManager::append_fetched`];
 //! - `DivergingEpoch` -> [`ReplicaManager::truncate_diverged`], fetched again at once;
 //! - OFFSET_OUT_OF_RANGE -> the leader's log end (ListOffsets latest as a replica) and
@@ -29,12 +32,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skiff_protocol::{
-    FetchPartition, FetchRequest, FetchRequestReplicaState, FetchTopic, ListOffsetsPartition,
-    ListOffsetsRequest, ListOffsetsTopic, RequestBody, ResponseBody,
+    FetchPartition, FetchRequest, FetchRequestReplicaState, FetchTopic, ForgottenTopic,
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic, RequestBody, ResponseBody,
 };
 use skiff_types::{ErrorCode, TopicPartition};
 use tokio::sync::watch;
 
+use super::fetch_session::{FollowerSession, SentState};
 use super::follow::{FollowError, FollowerPosition};
 use crate::broker::Broker;
 
@@ -152,6 +156,7 @@ async fn fetch_loop(
     let backoff = Duration::from_millis(settings.backoff_ms.max(10));
     let timeout =
         Duration::from_millis(u64::try_from(settings.wait_max_ms.max(0)).unwrap_or(500) + 5_000);
+    let mut session = FollowerSession::default();
     loop {
         if broker.is_shutting_down() {
             return;
@@ -164,7 +169,7 @@ async fn fetch_loop(
             }
             continue;
         }
-        let result = fetch_once(&broker, &settings, leader, &list, timeout).await;
+        let result = fetch_once(&broker, &settings, leader, &list, timeout, &mut session).await;
         if broker.replicas.hw_lowered_pending() {
             let b = Arc::clone(&broker);
             let _ =
@@ -175,6 +180,7 @@ async fn fetch_loop(
             Ok(false) => backoff,
             Err(e) => {
                 tracing::debug!(leader, error = %e, "replica fetch failed; retrying");
+                session.on_failure();
                 backoff
             }
         };
@@ -195,10 +201,12 @@ async fn fetch_once(
     leader: i32,
     list: &[(TopicPartition, i32)],
     timeout: Duration,
+    session: &mut FollowerSession,
 ) -> Result<bool, String> {
     let image = broker.image();
     let mut positions: HashMap<TopicPartition, FollowerPosition> = HashMap::new();
-    let mut topics: Vec<FetchTopic> = Vec::new();
+    let mut wanted: HashMap<TopicPartition, SentState> = HashMap::new();
+    let mut parts: HashMap<TopicPartition, (String, uuid::Uuid, FetchPartition)> = HashMap::new();
     for (tp, epoch) in list {
         let pos = match broker.replicas.follower_position(tp, *epoch) {
             Ok(pos) => pos,
@@ -221,18 +229,46 @@ async fn fetch_once(
         };
         positions.insert(tp.clone(), pos);
         let id = uuid::Uuid::from_bytes(info.id);
+        wanted.insert(
+            tp.clone(),
+            SentState {
+                topic_id: id,
+                fetch_offset: pos.fetch_offset,
+                last_fetched_epoch: pos.last_fetched_epoch,
+                log_start_offset: pos.log_start_offset,
+                current_leader_epoch: *epoch,
+            },
+        );
+        parts.insert(tp.clone(), (tp.topic.clone(), id, part));
+    }
+    if wanted.is_empty() {
+        return Ok(false);
+    }
+    // KIP-227: only new or changed partitions, and the ones to forget (fetch_session.rs).
+    let plan = session.plan(wanted);
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for tp in &plan.include {
+        let Some((topic, id, part)) = parts.remove(tp) else {
+            continue;
+        };
         match topics.iter_mut().find(|t| t.topic_id == id) {
             Some(t) => t.partitions.push(part),
             None => topics.push(FetchTopic {
-                topic: tp.topic.clone(),
+                topic,
                 topic_id: id,
                 partitions: vec![part],
             }),
         }
     }
-    if topics.is_empty() {
-        return Ok(false);
-    }
+    let forgotten_topics_data = plan
+        .forget
+        .iter()
+        .map(|(id, topic, partitions)| ForgottenTopic {
+            topic: topic.clone(),
+            topic_id: *id,
+            partitions: partitions.clone(),
+        })
+        .collect();
     let addr = leader_addr(broker, leader, &settings.listener)
         .ok_or_else(|| format!("no endpoint for leader {leader}"))?;
     let request = FetchRequest {
@@ -244,9 +280,10 @@ async fn fetch_once(
         min_bytes: 1,
         max_bytes: settings.response_max_bytes,
         isolation_level: 0,
-        session_id: 0,
-        session_epoch: -1,
+        session_id: plan.session_id,
+        session_epoch: plan.session_epoch,
         topics,
+        forgotten_topics_data,
         ..FetchRequest::default()
     };
     let client = broker.peers.client(&addr, timeout);
@@ -255,10 +292,16 @@ async fn fetch_once(
         Ok(other) => return Err(format!("unexpected answer {:?}", other.api_key())),
         Err(e) => return Err(e.to_string()),
     };
-    if response.error_code != 0 {
+    let top = ErrorCode::from_code(response.error_code).unwrap_or(ErrorCode::UnknownServerError);
+    if session.on_answer(plan, top, response.session_id) {
+        tracing::debug!(leader, error = ?top, "fetch session refused; fetching in full");
+        return Ok(true);
+    }
+    if top != ErrorCode::None {
         return Err(format!("fetch refused with error {}", response.error_code));
     }
-    let mut progress = false;
+    // An incremental answer with no partition is the leader's long poll ending: fetch again.
+    let mut progress = response.responses.iter().all(|t| t.partitions.is_empty());
     for t in response.responses {
         let Some(name) = image
             .topic_by_id(t.topic_id.as_bytes())

@@ -36,6 +36,7 @@
 
 pub mod admin;
 pub mod append;
+pub mod fetch_session;
 pub mod fetcher;
 pub mod follow;
 #[cfg(test)]
