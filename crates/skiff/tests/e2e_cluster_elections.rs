@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use skiff_protocol::{
     ElectLeadersRequest, ElectLeadersRequestTopicPartitions, ElectLeadersResponse, ResponseBody,
 };
-use skiff_testkit::Conn;
 use skiff_testkit::client::create_topics_request;
 use skiff_testkit::cluster::{Cluster, batch};
+use skiff_testkit::{Conn, wait_until};
 
 const TOPIC: &str = "elect";
 const ELECTION_NOT_NEEDED: i16 = 84;
@@ -43,17 +43,6 @@ fn registration(c: &Cluster, i: usize, topic: &str) -> (i32, Vec<i32>, Vec<i32>)
     let mut isr = p.isr_nodes.clone();
     isr.sort_unstable();
     (p.leader_id, p.replica_nodes.clone(), isr)
-}
-
-fn wait_until<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < until, "never {what} within {within:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// ElectLeaders at `version` to node `i`: `partitions` of [`TOPIC`] (`None` = every

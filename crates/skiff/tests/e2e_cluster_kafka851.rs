@@ -18,23 +18,12 @@
 use std::time::{Duration, Instant};
 
 use skiff_protocol::ResponseBody;
-use skiff_testkit::Conn;
 use skiff_testkit::client::create_topics_request;
 use skiff_testkit::cluster::{Cluster, batch};
+use skiff_testkit::{Conn, wait_until};
 
 const TOPIC: &str = "k851";
 const BROKERS: [usize; 2] = [3, 4];
-
-fn wait_until<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < until, "never {what} within {within:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// (leader, isr) of partition 0 of `topic` in node `i`'s Metadata ((-1, []) if not listed).
 fn registration(c: &Cluster, i: usize, topic: &str) -> (i32, Vec<i32>) {

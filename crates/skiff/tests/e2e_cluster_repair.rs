@@ -20,24 +20,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::Value;
 use skiff_protocol::ResponseBody;
-use skiff_testkit::Conn;
 use skiff_testkit::client::{DEADLINE, create_topics_request, records_of};
 use skiff_testkit::cluster::{ADMIN_KEY, Cluster};
+use skiff_testkit::{Conn, wait_until};
 
 const TOPIC: &str = "repair";
 const BATCHES: usize = 400;
 const PER_BATCH: usize = 10;
-
-fn wait_until<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < until, "never {what} within {within:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// The partition's admin view on node `i` (`/api/v1/partitions/repair/0`).
 fn view(c: &Cluster, i: usize) -> Value {

@@ -15,9 +15,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use skiff_protocol::ResponseBody;
-use skiff_testkit::Conn;
 use skiff_testkit::client::create_topics_request;
 use skiff_testkit::cluster::{Cluster, batch};
+use skiff_testkit::{Conn, wait_until};
 
 const TOPIC: &str = "rep";
 
@@ -38,17 +38,6 @@ fn registration(c: &Cluster, i: usize) -> (i32, Vec<i32>, Vec<i32>) {
     let mut isr = p.isr_nodes.clone();
     isr.sort_unstable();
     (p.leader_id, replicas, isr)
-}
-
-fn wait_until<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < until, "never {what} within {within:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The batches (raw bytes) in a partition dir's segment files, in offset order.

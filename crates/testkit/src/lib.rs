@@ -23,3 +23,23 @@ pub mod process;
 
 pub use client::Conn;
 pub use process::{Broker, BrokerBuilder, Refused};
+
+/// Polls `f` every 50 ms until it gives a value, which is returned; panics with "never
+/// `what` within `within`" at the deadline (the e2e tests' one way to wait: no sleep-and-hope).
+pub fn wait_until<T>(
+    what: &str,
+    within: std::time::Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
+    let until = std::time::Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "never {what} within {within:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
