@@ -151,6 +151,16 @@ class Cluster:
     def node1(self):
         return "127.0.0.1:%d" % self.ports[0][0]
 
+    def keep_logs(self):
+        """Copies the nodes' logs (Skiff's out.log) out of the work dir, which is deleted."""
+        dest = "/tmp/skiff-repl-failure-%d" % os.getpid()
+        os.makedirs(dest, exist_ok=True)
+        for i in range(3):
+            src = os.path.join(self.dir, "node-%d" % (i + 1), "out.log")
+            if os.path.exists(src):
+                shutil.copy(src, os.path.join(dest, "%s-node-%d.log" % (self.kind, i + 1)))
+        return dest
+
     def data_dir(self, i):
         return os.path.join(self.dir, "node-%d" % (i + 1), "data")
 
@@ -193,7 +203,9 @@ class Cluster:
         return "\n".join(lines) + "\n"
 
     def _start_skiff(self):
-        env = dict(os.environ, RUST_LOG="warn")
+        # SKIFF_BENCH_LOG: the nodes' RUST_LOG (default warn); their out.log files are copied
+        # aside when a run aborts (see `keep_logs`).
+        env = dict(os.environ, RUST_LOG=os.environ.get("SKIFF_BENCH_LOG", "warn"))
         outs = []
         for i in range(3):
             nd = os.path.join(self.dir, "node-%d" % (i + 1))
@@ -374,8 +386,11 @@ class Bench:
             deadline = t_exit + 120
             while any(log_bytes(cluster.partition_dir(i, topic)) < target for i in followers):
                 if time.monotonic() > deadline:
-                    raise BenchError("%s: followers %s of %s did not reach the leader's %d bytes in 120 s"
-                                     % (cluster.kind, [i + 1 for i in followers], topic, target))
+                    sizes = [log_bytes(cluster.partition_dir(i, topic)) for i in range(3)]
+                    raise BenchError("%s: followers %s of %s did not reach the leader's %d bytes in 120 s "
+                                     "(node .log bytes %s; logs kept in %s)"
+                                     % (cluster.kind, [i + 1 for i in followers], topic, target, sizes,
+                                        cluster.keep_logs()))
                 time.sleep(0.01)
         settle_ms = (time.monotonic() - t_exit) * 1000.0
         wall_ms = (time.monotonic() - t0) * 1000.0

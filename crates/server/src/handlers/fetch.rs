@@ -338,7 +338,10 @@ fn respond(
             let kept = results
                 .into_iter()
                 .filter(|r| {
-                    let news = r.error != ErrorCode::None || r.bytes() > 0;
+                    // A follower's DivergingEpoch is news too (Kafka's `CachedPartition`
+                    // must respond with it): left out, the follower never truncates.
+                    let news =
+                        r.error != ErrorCode::None || r.bytes() > 0 || r.diverging.is_some();
                     sessions.should_report(id, &r.req.key, r.reported, news)
                 })
                 .collect();
