@@ -35,6 +35,19 @@ pub struct PartKey {
     pub partition: i32,
 }
 
+impl PartKey {
+    /// The same partition: by topic id when the request names topics by id (v13+; the name
+    /// may have been unknown when it was cached), else by name.
+    pub fn same(&self, other: &PartKey) -> bool {
+        self.partition == other.partition
+            && if self.topic_id.is_nil() && other.topic_id.is_nil() {
+                self.topic == other.topic
+            } else {
+                self.topic_id == other.topic_id
+            }
+    }
+}
+
 /// What the client asks for one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartRequest {
@@ -145,7 +158,11 @@ impl FetchSessionCache {
             );
         }
         for r in requested {
-            match session.partitions.iter_mut().find(|p| p.req.key == r.key) {
+            match session
+                .partitions
+                .iter_mut()
+                .find(|p| p.req.key.same(&r.key))
+            {
                 Some(p) => p.req = r,
                 None => session.partitions.push(SessionPartition {
                     req: r,
@@ -155,7 +172,7 @@ impl FetchSessionCache {
         }
         session
             .partitions
-            .retain(|p| !forgotten.contains(&p.req.key));
+            .retain(|p| !forgotten.iter().any(|f| f.same(&p.req.key)));
         session.next_epoch = next_epoch(epoch);
         session.last_used_ms = now_ms;
         let plan = session.partitions.iter().map(|p| p.req.clone()).collect();
@@ -195,6 +212,32 @@ impl FetchSessionCache {
         id
     }
 
+    /// Names the session's partitions whose topic id was unknown when they were cached (a
+    /// follower may fetch a new topic before this broker's image has it) and that `resolve`
+    /// knows now, in the cache and in `plan`: else they would answer UNKNOWN_TOPIC_ID for as
+    /// long as the client does not list them again (Kafka's `CachedPartition` resolves them
+    /// on every request too).
+    pub fn resolve_names(
+        &mut self,
+        session_id: i32,
+        plan: &mut [PartRequest],
+        resolve: impl Fn(&Uuid) -> Option<String>,
+    ) {
+        let unnamed = |k: &PartKey| k.topic.is_empty() && !k.topic_id.is_nil();
+        if let Some(s) = self.sessions.get_mut(&session_id) {
+            for p in s.partitions.iter_mut().filter(|p| unnamed(&p.req.key)) {
+                if let Some(name) = resolve(&p.req.key.topic_id) {
+                    p.req.key.topic = name;
+                }
+            }
+        }
+        for r in plan.iter_mut().filter(|r| unnamed(&r.key)) {
+            if let Some(name) = resolve(&r.key.topic_id) {
+                r.key.topic = name;
+            }
+        }
+    }
+
     /// For an incremental response: whether a partition has news, recording what is reported.
     /// `has_data_or_error` = records returned or a non-zero error code.
     pub fn should_report(
@@ -207,7 +250,7 @@ impl FetchSessionCache {
         let Some(p) = self
             .sessions
             .get_mut(&session_id)
-            .and_then(|s| s.partitions.iter_mut().find(|p| &p.req.key == key))
+            .and_then(|s| s.partitions.iter_mut().find(|p| p.req.key.same(key)))
         else {
             return true;
         };
@@ -323,5 +366,50 @@ mod tests {
         let (m, _) = c.begin(d, 1, vec![], &[], 5);
         assert_eq!(m, SessionMode::Incremental { id: d });
         assert_eq!(c.create(&[], 6), 0);
+    }
+
+    /// A follower listed a new topic before this broker's image had it: the cached key has no
+    /// name. Once the image knows the id, the next incremental fetch (which does not list the
+    /// partition again) reads it by name, and later requests still match it by id.
+    #[test]
+    fn an_unknown_topic_id_is_named_once_known() {
+        let id = Uuid::from_u128(42);
+        let unnamed = PartRequest {
+            key: PartKey {
+                topic_id: id,
+                topic: String::new(),
+                partition: 0,
+            },
+            ..req(0, 0)
+        };
+        let mut c = FetchSessionCache::new(10);
+        let (m, _) = c.begin(0, 0, vec![unnamed.clone()], &[], 0);
+        assert_eq!(m, SessionMode::New);
+        let sid = c.create(&[(unnamed.clone(), REP)], 0);
+        let (m, mut plan) = c.begin(sid, 1, vec![], &[], 1);
+        assert_eq!(m, SessionMode::Incremental { id: sid });
+        c.resolve_names(sid, &mut plan, |_| None);
+        assert_eq!(plan[0].key.topic, "", "still unknown");
+        let (_, mut plan) = c.begin(sid, 2, vec![], &[], 2);
+        c.resolve_names(sid, &mut plan, |u| (*u == id).then(|| "new".to_owned()));
+        assert_eq!(plan[0].key.topic, "new", "named in the plan");
+        let (_, plan) = c.begin(sid, 3, vec![], &[], 3);
+        assert_eq!(plan[0].key.topic, "new", "and in the cache");
+        // The client lists it again (a new fetch offset) with the name: one partition, updated.
+        let named = PartRequest {
+            key: PartKey {
+                topic_id: id,
+                topic: "new".into(),
+                partition: 0,
+            },
+            ..req(0, 7)
+        };
+        let (_, plan) = c.begin(sid, 4, vec![named], &[], 4);
+        assert_eq!(plan.len(), 1);
+        assert_eq!(plan[0].fetch_offset, 7);
+        assert!(
+            c.should_report(sid, &unnamed.key, REP, true),
+            "matched by id"
+        );
     }
 }

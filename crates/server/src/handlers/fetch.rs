@@ -97,13 +97,22 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
         })
         .collect();
     let now = broker.now_ms();
-    let (mode, plan) = broker.sessions().begin(
-        req.session_id,
-        req.session_epoch,
-        requested,
-        &forgotten,
-        now,
-    );
+    let (mode, plan) = {
+        let mut sessions = broker.sessions();
+        let (mode, mut plan) = sessions.begin(
+            req.session_id,
+            req.session_epoch,
+            requested,
+            &forgotten,
+            now,
+        );
+        if let SessionMode::Incremental { id } = mode {
+            sessions.resolve_names(id, &mut plan, |id| {
+                image.topic_by_id(id.as_bytes()).map(|t| t.name.clone())
+            });
+        }
+        (mode, plan)
+    };
     if let SessionMode::Error(code) = mode {
         return Reply::Now(ResponseBody::Fetch(FetchResponse {
             error_code: code as i16,
@@ -340,8 +349,7 @@ fn respond(
                 .filter(|r| {
                     // A follower's DivergingEpoch is news too (Kafka's `CachedPartition`
                     // must respond with it): left out, the follower never truncates.
-                    let news =
-                        r.error != ErrorCode::None || r.bytes() > 0 || r.diverging.is_some();
+                    let news = r.error != ErrorCode::None || r.bytes() > 0 || r.diverging.is_some();
                     sessions.should_report(id, &r.req.key, r.reported, news)
                 })
                 .collect();

@@ -125,6 +125,12 @@ impl FollowerSession {
         false
     }
 
+    /// The leader answered `tp` with an error: it is listed again in the next request (so the
+    /// leader re-reads it, e.g. a topic id its image did not know yet).
+    pub fn resend(&mut self, tp: &TopicPartition) {
+        self.sent.remove(tp);
+    }
+
     /// The request was not answered (lost connection, timeout): its outcome is unknown, so
     /// the next fetch opens a new session.
     pub fn on_failure(&mut self) {

@@ -359,6 +359,7 @@ async fn fetch_once(
                         .map(|_| true)
                 }
                 other => {
+                    session.resend(&tp);
                     tracing::debug!(%tp, leader, error = ?other, "replica fetch answered an error; backing off");
                     Ok(false)
                 }
