@@ -125,10 +125,14 @@ impl FollowerSession {
         false
     }
 
-    /// The leader answered `tp` with an error: it is listed again in the next request (so the
-    /// leader re-reads it, e.g. a topic id its image did not know yet).
+    /// The leader answered `tp` with an error: it is listed again in the next request if still
+    /// wanted (so the leader re-reads it, e.g. a topic id its image did not know yet), and
+    /// forgotten if not (it stays in `sent`, marked changed: removing it would leave it in the
+    /// leader's session for good, answering UNKNOWN_TOPIC_ID to every fetch).
     pub fn resend(&mut self, tp: &TopicPartition) {
-        self.sent.remove(tp);
+        if let Some(s) = self.sent.get_mut(tp) {
+            s.fetch_offset = i64::MIN;
+        }
     }
 
     /// The request was not answered (lost connection, timeout): its outcome is unknown, so
@@ -185,6 +189,16 @@ mod tests {
         let mut w = wanted(&[(0, 15), (1, 20), (3, 0)]);
         w.entry(tp(1)).and_modify(|s| s.current_leader_epoch = 2);
         assert_eq!(s.plan(w).include, vec![tp(1)]);
+        // A partition answered with an error is listed again, or forgotten once not wanted.
+        s.resend(&tp(3));
+        let plan = s.plan(wanted(&[(0, 15), (1, 20), (3, 0)]));
+        assert_eq!(plan.include, vec![tp(3)]);
+        let plan = s.plan(wanted(&[(0, 15), (1, 20)]));
+        assert!(plan.include.is_empty());
+        assert_eq!(
+            plan.forget,
+            vec![(Uuid::from_u128(7), "t".to_owned(), vec![3])]
+        );
     }
 
     #[test]
