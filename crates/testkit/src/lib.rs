@@ -31,15 +31,13 @@ pub fn wait_until<T>(
     within: std::time::Duration,
     mut f: impl FnMut() -> Option<T>,
 ) -> T {
-    let until = std::time::Instant::now() + within;
+    let clock = skiff_types::Clock::system();
+    let until = clock.now() + within;
     loop {
         if let Some(v) = f() {
             return v;
         }
-        assert!(
-            std::time::Instant::now() < until,
-            "never {what} within {within:?}"
-        );
+        assert!(clock.now() < until, "never {what} within {within:?}");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
