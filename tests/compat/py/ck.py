@@ -241,8 +241,8 @@ def list_topics(p):
 
 def produce_continuously(p):
     """Produces values "0", "1", ... round-robin over p.partitions until stdin is closed, then
-    flushes. Reports progress ({acked, sent, failed}) on stderr; returns the acknowledgements
-    in delivery-report order ([partition, offset, value]) and the failures."""
+    flushes. Reports progress ({acked, sent, failed, t: time.time()}) on stderr; returns the
+    acknowledgements in delivery-report order ([partition, offset, value]) and the failures."""
     prod = ck.Producer(base_conf(p))
     acks, failures = [], []
     stop = threading.Event()
@@ -272,7 +272,7 @@ def produce_continuously(p):
         prod.poll(0)
         now = time.time()
         if now - last_report > 0.05:
-            progress({"acked": len(acks), "sent": sent, "failed": len(failures)})
+            progress({"acked": len(acks), "sent": sent, "failed": len(failures), "t": now})
             last_report = now
         # Pace the producer (~500 records/s): enough batches in flight to straddle a restart
         # without filling the disk or the queue.

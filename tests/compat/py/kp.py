@@ -1,16 +1,19 @@
 """kafka-python (PyPI, pinned in compat/requirements.txt) client commands: produce (default
 config = idempotent, acks=all), consume (assign() + seek, no group, no auto-commit),
-offsets_for_times, and partitions (metadata; producing to a new topic auto-creates it).
+offsets_for_times, partitions (metadata; producing to a new topic auto-creates it), and a
+continuous producer for the failover tests (the protocol of ck.py's produce_continuously).
 
 Usage: kp.py COMMAND JSON; prints one JSON line (see _common.py).
 """
 
+import sys
+import threading
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 
-from _common import main, to_bytes, to_str, value_of
+from _common import main, progress, to_bytes, to_str, value_of
 
 TS_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 
@@ -139,11 +142,66 @@ def partitions(p):
     return {"partitions": sorted(parts)}
 
 
+def produce_continuously(p):
+    """Produces values "0", "1", ... round-robin over p.partitions with
+    KafkaProducer(**p.config) until stdin is closed, then flushes. Reports progress ({acked,
+    sent, failed, t: time.time()}) on stderr; returns the acknowledgements in callback order
+    ([partition, offset, value]), the failures ([value, error]) and how many records were
+    still unresolved after the flush (the same result as ck.py's produce_continuously)."""
+    prod = KafkaProducer(bootstrap_servers=p["bootstrap"], **p.get("config", {}))
+    acks, failures, futures = [], [], []
+    stop = threading.Event()
+
+    def watch_stdin():
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+
+    # Callbacks run on the sender thread; list.append is atomic under the GIL.
+    def on_ack(value):
+        return lambda md: acks.append([md.partition, md.offset, value])
+
+    def on_error(value):
+        return lambda e: failures.append([value, error_name(e)])
+
+    sent = 0
+    last_report = 0.0
+    parts = p["partitions"]
+    while not stop.is_set():
+        value = str(sent)
+        f = prod.send(p["topic"], value=value.encode(), partition=sent % parts)
+        f.add_callback(on_ack(value))
+        f.add_errback(on_error(value))
+        futures.append(f)
+        sent += 1
+        now = time.time()
+        if now - last_report > 0.05:
+            progress({"acked": len(acks), "sent": sent, "failed": len(failures), "t": now})
+            last_report = now
+        # The pace of ck.py's produce_continuously (~500 records/s).
+        time.sleep(0.002)
+    try:
+        prod.flush(timeout=p.get("flush_s", 40))
+    except KafkaError:
+        pass
+    unflushed = sum(1 for f in futures if not f.is_done)
+    # A future is marked done before its callbacks run (on the sender thread): let the last
+    # ones land in the lists before reading them.
+    deadline = time.time() + 5
+    while len(acks) + len(failures) < sent - unflushed and time.time() < deadline:
+        time.sleep(0.01)
+    prod.close(timeout=10)
+    progress({"acked": len(acks), "sent": sent, "failed": len(failures), "done": True})
+    return {"sent": sent, "acks": acks, "failures": failures, "unflushed": unflushed}
+
+
 main(
     {
         "produce": produce,
         "consume": consume,
         "offsets_for_times": offsets_for_times,
         "partitions": partitions,
+        "produce_continuously": produce_continuously,
     }
 )
