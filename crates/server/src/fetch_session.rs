@@ -239,7 +239,7 @@ impl FetchSessionCache {
     }
 
     /// For an incremental response: whether a partition has news, recording what is reported.
-    /// `has_data_or_error` = records returned or a non-zero error code.
+    /// `has_data_or_error` = [`has_news`] of the partition's result.
     pub fn should_report(
         &mut self,
         session_id: i32,
@@ -274,6 +274,13 @@ impl FetchSessionCache {
     }
 }
 
+/// Whether a partition's result is news in an incremental response whatever its offsets did:
+/// records, an error, or a follower's DivergingEpoch (Kafka's `CachedPartition` responds with
+/// it; left out, a follower in a session never learns its log diverged and never truncates).
+pub fn has_news(error: ErrorCode, bytes: usize, diverging: bool) -> bool {
+    error != ErrorCode::None || bytes > 0 || diverging
+}
+
 fn next_epoch(e: i32) -> i32 {
     if e == i32::MAX { 1 } else { e + 1 }
 }
@@ -306,6 +313,29 @@ mod tests {
         last_stable_offset: 5,
         log_start_offset: 0,
     };
+
+    /// A partition whose offsets did not move is still listed in an incremental response when
+    /// it has records, an error or a DivergingEpoch; with none of them it is left out.
+    #[test]
+    fn diverging_epoch_is_news_in_an_incremental_response() {
+        let mut c = FetchSessionCache::new(2);
+        let (_, plan) = c.begin(0, 0, vec![req(0, 7)], &[], 0);
+        let id = c.create(&plan.into_iter().map(|r| (r, REP)).collect::<Vec<_>>(), 0);
+        for (error, bytes, diverging, want) in [
+            (ErrorCode::None, 0, false, false),
+            (ErrorCode::None, 0, true, true),
+            (ErrorCode::None, 100, false, true),
+            (ErrorCode::FencedLeaderEpoch, 0, false, true),
+            (ErrorCode::None, 0, false, false),
+        ] {
+            let news = has_news(error, bytes, diverging);
+            assert_eq!(
+                c.should_report(id, &key(0), REP, news),
+                want,
+                "{error:?}, {bytes} bytes, diverging {diverging}"
+            );
+        }
+    }
 
     #[test]
     fn session_table() {

@@ -44,7 +44,7 @@ use uuid::Uuid;
 
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
-use crate::fetch_session::{PartKey, PartRequest, Reported, SessionMode};
+use crate::fetch_session::{PartKey, PartRequest, Reported, SessionMode, has_news};
 use crate::replica::read::ReadParams;
 use skiff_replication::{Isolation, Reader};
 
@@ -347,9 +347,7 @@ fn respond(
             let kept = results
                 .into_iter()
                 .filter(|r| {
-                    // A follower's DivergingEpoch is news too (Kafka's `CachedPartition`
-                    // must respond with it): left out, the follower never truncates.
-                    let news = r.error != ErrorCode::None || r.bytes() > 0 || r.diverging.is_some();
+                    let news = has_news(r.error, r.bytes(), r.diverging.is_some());
                     sessions.should_report(id, &r.req.key, r.reported, news)
                 })
                 .collect();
