@@ -51,14 +51,9 @@ type LogBatch = (i64, i64, i32, bool, Vec<u8>);
 /// bytes of one entry are the same on every voter.
 fn metadata_log(data: &std::path::Path) -> Vec<LogBatch> {
     let dir = data.join("__cluster_metadata-0");
-    let mut segments: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    segments.sort();
+    assert!(dir.is_dir(), "{} is not a directory", dir.display());
     let mut out = Vec::new();
-    for seg in segments {
+    for seg in skiff_testkit::logfiles::segment_files(&dir) {
         let bytes = std::fs::read(&seg).unwrap();
         let mut at = 0;
         while let Ok(Some(size)) = skiff_record::peek_batch_size(&bytes[at..]) {

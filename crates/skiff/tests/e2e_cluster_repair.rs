@@ -14,7 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -22,6 +22,7 @@ use serde_json::Value;
 use skiff_protocol::ResponseBody;
 use skiff_testkit::client::{DEADLINE, create_topics_request, records_of};
 use skiff_testkit::cluster::{ADMIN_KEY, Cluster};
+use skiff_testkit::logfiles::{batches_in, segment_files};
 use skiff_testkit::{Conn, wait_until};
 
 const TOPIC: &str = "repair";
@@ -73,36 +74,7 @@ fn replication(c: &Cluster, i: usize) -> (i64, i64, i64, Vec<i64>) {
 }
 
 fn partition_dir(c: &Cluster, i: usize) -> PathBuf {
-    c.temp_dir()
-        .join(format!("node-{}", i + 1))
-        .join("data")
-        .join(format!("{TOPIC}-0"))
-}
-
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "log"))
-                .collect()
-        })
-        .unwrap_or_default();
-    logs.sort();
-    logs
-}
-
-/// The batches (raw bytes) in a partition dir's segment files, in offset order.
-fn batches_in(dir: &Path) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for path in segment_files(dir) {
-        let bytes = std::fs::read(&path).unwrap_or_default();
-        for b in skiff_record::batches(&bytes) {
-            let Ok((_, view)) = b else { break };
-            out.push(view.bytes().to_vec());
-        }
-    }
-    out
+    c.partition_dir(i, TOPIC, 0)
 }
 
 /// Flips one byte in the records of the `nth` batch of the 2nd segment (sealed) of node `i`;

@@ -11,12 +11,12 @@
 //! Every wait polls with a deadline; per-phase timings are printed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use skiff_protocol::ResponseBody;
 use skiff_testkit::client::create_topics_request;
 use skiff_testkit::cluster::{Cluster, batch};
+use skiff_testkit::logfiles::{batches_in, segment_files};
 use skiff_testkit::{Conn, wait_until};
 
 const TOPIC: &str = "rep";
@@ -40,33 +40,8 @@ fn registration(c: &Cluster, i: usize) -> (i32, Vec<i32>, Vec<i32>) {
     (p.leader_id, replicas, isr)
 }
 
-/// The batches (raw bytes) in a partition dir's segment files, in offset order.
-fn batches_in(dir: &Path) -> Vec<Vec<u8>> {
-    let mut logs: Vec<_> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "log"))
-                .collect()
-        })
-        .unwrap_or_default();
-    logs.sort();
-    let mut out = Vec::new();
-    for path in logs {
-        let bytes = std::fs::read(&path).unwrap_or_default();
-        for b in skiff_record::batches(&bytes) {
-            let Ok((_, view)) = b else { break };
-            out.push(view.bytes().to_vec());
-        }
-    }
-    out
-}
-
 fn partition_dir(c: &Cluster, i: usize) -> std::path::PathBuf {
-    c.temp_dir()
-        .join(format!("node-{}", i + 1))
-        .join("data")
-        .join(format!("{TOPIC}-0"))
+    c.partition_dir(i, TOPIC, 0)
 }
 
 /// The values of every record in `data`, in order.
@@ -404,13 +379,7 @@ fn e2e_cluster_follower_with_a_torn_tail_rejoins_by_truncation() {
     let t = Instant::now();
     c.nodes[f].kill9();
     let dir = partition_dir(&c, f);
-    let mut segments: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    segments.sort();
+    let segments = segment_files(&dir);
     let active = segments.last().unwrap();
     let len = std::fs::metadata(active).unwrap().len();
     let last = leader_batches.last().unwrap().len() as u64;

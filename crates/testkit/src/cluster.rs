@@ -199,6 +199,15 @@ impl Cluster {
         self.dir.path()
     }
 
+    /// The directory of `topic`-`partition`'s segment files on node `i` (0-based).
+    pub fn partition_dir(&self, i: usize, topic: &str, partition: i32) -> std::path::PathBuf {
+        self.dir
+            .path()
+            .join(format!("node-{}", i + 1))
+            .join("data")
+            .join(format!("{topic}-{partition}"))
+    }
+
     /// Metadata v12 (all topics) from node `i` (0-based).
     pub fn metadata(&self, i: usize) -> skiff_protocol::MetadataResponse {
         let mut c = Conn::open(self.ports[i].0);

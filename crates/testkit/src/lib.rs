@@ -7,6 +7,8 @@
 //! - [`in_process`]: a [`skiff_server::Server`] started inside the test process on an
 //!   ephemeral port and a temp dir, for tests that want the broker's internals or a tokio
 //!   runtime of their own (`crates/server/tests`, bench).
+//! - [`logfiles`]: a partition dir's segment files and their raw batches, for tests that
+//!   compare replicas byte for byte or damage a file under a running broker.
 //! - [`client`]: a blocking Kafka connection ([`client::Conn`], over skiff-protocol's
 //!   `BlockingClient`) with the few calls every e2e test repeats: create a topic, produce a
 //!   batch, fetch, list offsets.
@@ -19,6 +21,7 @@
 pub mod client;
 pub mod cluster;
 pub mod in_process;
+pub mod logfiles;
 pub mod process;
 
 pub use client::Conn;
