@@ -7,6 +7,8 @@ confluent-kafka runs on).
 Usage: ck.py COMMAND JSON; prints one JSON line (see _common.py).
 """
 
+import logging
+import re
 import sys
 import threading
 import time
@@ -239,11 +241,40 @@ def list_topics(p):
     }
 
 
+class ImplicitAcks(logging.Handler):
+    """Counts the records librdkafka acknowledged implicitly: an idempotent producer whose
+    request R1 failed with an unknown outcome (a timeout, a dropped connection) while a later
+    request R2 of the same partition succeeded knows R1 was persisted (the broker accepts R2's
+    sequence only after R1's) and reports R1's records as delivered WITHOUT an offset
+    (`rd_kafka_dr_implicit_ack`, debug context "eos", log facility IMPLICITACK)."""
+
+    PATTERN = re.compile(r"(\d+) message\(s\) implicitly acked")
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+        self.lines = []
+
+    def emit(self, record):
+        m = self.PATTERN.search(record.getMessage())
+        if m:
+            self.count += int(m.group(1))
+            self.lines.append(record.getMessage())
+
+
 def produce_continuously(p):
     """Produces values "0", "1", ... round-robin over p.partitions until stdin is closed, then
     flushes. Reports progress ({acked, sent, failed, t: time.time()}) on stderr; returns the
-    acknowledgements in delivery-report order ([partition, offset, value]) and the failures."""
-    prod = ck.Producer(base_conf(p))
+    acknowledgements in delivery-report order ([partition, offset, value]), the failures and
+    how many records librdkafka acknowledged implicitly (see ImplicitAcks)."""
+    implicit = ImplicitAcks()
+    logger = logging.getLogger("librdkafka-eos")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(implicit)
+    conf = base_conf(p)
+    conf["debug"] = "eos"
+    prod = ck.Producer(conf, logger=logger)
     acks, failures = [], []
     stop = threading.Event()
 
@@ -279,7 +310,14 @@ def produce_continuously(p):
         time.sleep(0.002)
     unflushed = prod.flush(p.get("flush_s", 40))
     progress({"acked": len(acks), "sent": sent, "failed": len(failures), "done": True})
-    return {"sent": sent, "acks": acks, "failures": failures, "unflushed": unflushed}
+    return {
+        "sent": sent,
+        "acks": acks,
+        "failures": failures,
+        "unflushed": unflushed,
+        "implicit_acks": implicit.count,
+        "implicit_ack_lines": implicit.lines[:10],
+    }
 
 
 def version(p):
