@@ -71,7 +71,10 @@ pub use log_dir::{
     decide as decide_log_dir, decide_for as decide_log_dir_for, first_log_dir_cluster_id,
     format_log_dir, partition_data_in,
 };
-pub use meta_log::{Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState};
+pub use meta_log::{
+    BlockingSection, Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState,
+    run_inline,
+};
 pub use store::{ImageSink, MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;

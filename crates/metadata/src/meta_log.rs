@@ -41,6 +41,15 @@ pub struct Committed {
 }
 
 /// A log of committed metadata records (see the module docs).
+/// Runs a closure that may block the thread for as long as a metadata commit takes (e.g. with
+/// the async runtime's worker handed off first); returns once it ran.
+pub type BlockingSection = fn(&mut dyn FnMut());
+
+/// A [`BlockingSection`] that just runs the closure.
+pub fn run_inline(f: &mut dyn FnMut()) {
+    f()
+}
+
 pub trait MetadataLog: Send + std::fmt::Debug {
     /// Commits `records` as one atomic change; returns once they are committed. `now_ms` is
     /// the batch timestamp. On `Err` the change may or may not be committed (a failed fsync):
@@ -71,6 +80,13 @@ pub trait MetadataLog: Send + std::fmt::Debug {
     /// store replaying what it proposed.
     fn applies_through_sink(&self) -> bool {
         false
+    }
+
+    /// How the store waits for its writer lock when another writer holds it: a quorum's
+    /// proposal holds the lock across a Raft commit that needs the async runtime's workers,
+    /// so a waiter must not park one of them ([`BlockingSection`]). A local log runs it inline.
+    fn blocking_section(&self) -> BlockingSection {
+        run_inline
     }
 }
 

@@ -17,14 +17,16 @@
 //!
 //! Invariants: the published image is always the replay of the committed records (a failed
 //! proposal publishes nothing); writers serialise on one mutex, readers never wait on a
-//! proposal; after a local `open` the image's broker registry holds this node.
+//! proposal; a writer that finds the mutex taken waits inside the log's
+//! [`MetadataLog::blocking_section`] (a quorum's hands the tokio worker off: the holder's Raft
+//! commit needs the workers); after a local `open` the image's broker registry holds this node.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use skiff_types::Clock;
 use uuid::Uuid;
 
@@ -33,7 +35,7 @@ use crate::controller::{
     self, BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, Heartbeat, Request, Response,
 };
 use crate::image::{MetadataImage, TopicInfo, replay};
-use crate::meta_log::{LocalMetadataLog, MetadataLog};
+use crate::meta_log::{BlockingSection, LocalMetadataLog, MetadataLog};
 
 pub use crate::controller::PRODUCER_ID_BLOCK_SIZE;
 
@@ -95,6 +97,8 @@ impl ImageSink {
 #[derive(Debug)]
 pub struct MetadataStore {
     writer: Mutex<Writer>,
+    /// How a writer waits for `writer` held by another ([`MetadataLog::blocking_section`]).
+    wait_section: BlockingSection,
     image: Arc<RwLock<Arc<MetadataImage>>>,
     cluster_id: String,
     node_id: i32,
@@ -107,6 +111,22 @@ fn unexpected(r: Response) -> MetadataError {
 }
 
 impl MetadataStore {
+    /// The writer lock; when another writer holds it, waits inside the log's
+    /// [`BlockingSection`] (a quorum writer holds it across a Raft commit that needs the
+    /// runtime's workers: parking one of them in a plain `lock()` hung a controller for good,
+    /// found by the chaos suite with FindCoordinator creating `__consumer_offsets`).
+    fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+        if let Some(w) = self.writer.try_lock() {
+            return w;
+        }
+        let mut got = None;
+        (self.wait_section)(&mut || got = Some(self.writer.lock()));
+        match got {
+            Some(w) => w,
+            None => self.writer.lock(),
+        }
+    }
+
     /// Opens (creating on first start) the metadata log in `metadata_dir` and replays it.
     /// The log dir holding it must carry `meta.properties` (its cluster id), or be empty and
     /// is then formatted with a fresh id, before the log is touched
@@ -140,7 +160,9 @@ impl MetadataStore {
         let mut image = MetadataImage::default();
         let end = log.replay(&mut |r| image.apply(&r))?;
         tracing::info!(topics = image.topics.len(), records_end = end, %cluster_id, "metadata loaded");
+        let wait_section = log.blocking_section();
         let store = MetadataStore {
+            wait_section,
             writer: Mutex::new(Writer {
                 log,
                 producer_ids: 0..0,
@@ -155,7 +177,7 @@ impl MetadataStore {
             clock,
         };
         if node_id >= 0 {
-            let mut w = store.writer.lock();
+            let mut w = store.lock_writer();
             if store.image().broker(node_id).is_none() {
                 let incarnation_id = Uuid::new_v4();
                 let before = store.image();
@@ -189,7 +211,9 @@ impl MetadataStore {
         clock: Clock,
         session_timeout_ms: i64,
     ) -> Self {
+        let wait_section = log.blocking_section();
         MetadataStore {
+            wait_section,
             writer: Mutex::new(Writer {
                 log,
                 producer_ids: 0..0,
@@ -270,7 +294,7 @@ impl MetadataStore {
         endpoints: Vec<crate::BrokerEndpoint>,
         rack: Option<String>,
     ) -> Result<i64, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         self.lead(&mut w)?;
         let before = self.image();
         let response = self.submit(
@@ -295,7 +319,7 @@ impl MetadataStore {
     /// A broker heartbeat at the active controller: its reply, after any fence/unfence
     /// change it causes is committed.
     pub fn broker_heartbeat(&self, hb: &Heartbeat) -> Result<crate::HeartbeatReply, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         self.lead(&mut w)?;
         let image = self.image();
         let end = w.log.quorum_state().log_end_offset;
@@ -308,7 +332,7 @@ impl MetadataStore {
     /// The active controller's periodic check: fences the broker whose session expired
     /// longest ago, if any; its id.
     pub fn fence_expired(&self) -> Result<Option<i32>, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         self.lead(&mut w)?;
         let image = self.image();
         let now = self.clock.now_ms();
@@ -322,7 +346,7 @@ impl MetadataStore {
     /// How this node elects leaders when it is the active controller (its static
     /// `unclean.leader.election.enable` and node id); kept across leadership changes.
     pub fn set_election_config(&self, elections: crate::ElectionConfig) {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         w.heartbeats = w.heartbeats.clone().with_election_config(elections);
     }
 
@@ -334,7 +358,7 @@ impl MetadataStore {
         partitions: Option<Vec<(String, Vec<i32>)>>,
         offline: crate::OfflineReplicas,
     ) -> Result<Vec<crate::TopicElection>, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::ElectLeaders {
             election_type,
             partitions,
@@ -359,7 +383,7 @@ impl MetadataStore {
     }
 
     fn election_run(&self, request: &Request) -> Result<crate::ElectionRun, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         match self.submit(&mut w, request)? {
             Response::Elections(run) => Ok(run),
             r => Err(unexpected(r)),
@@ -377,7 +401,7 @@ impl MetadataStore {
 
     /// The metadata log's quorum state (DescribeQuorum).
     pub fn quorum_state(&self) -> crate::meta_log::QuorumState {
-        self.writer.lock().log.quorum_state()
+        self.lock_writer().log.quorum_state()
     }
 
     /// Handles `request` against the current image, commits its records, publishes the
@@ -417,7 +441,7 @@ impl MetadataStore {
         assignments: Vec<Vec<i32>>,
         configs: BTreeMap<String, String>,
     ) -> Result<TopicInfo, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::CreateTopic {
             name: name.to_string(),
             topic_id: Uuid::new_v4(),
@@ -441,7 +465,7 @@ impl MetadataStore {
         replication_factor: i16,
         configs: BTreeMap<String, String>,
     ) -> Result<TopicInfo, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::CreateTopic {
             name: name.to_string(),
             topic_id: Uuid::new_v4(),
@@ -458,7 +482,7 @@ impl MetadataStore {
 
     /// Deletes a topic.
     pub fn delete_topic(&self, name: &str) -> Result<TopicInfo, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::DeleteTopic {
             name: name.to_string(),
         };
@@ -475,7 +499,7 @@ impl MetadataStore {
         resource_name: &str,
         configs: BTreeMap<String, String>,
     ) -> Result<(), MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::SetBrokerConfigs {
             resource_name: resource_name.to_string(),
             configs,
@@ -489,7 +513,7 @@ impl MetadataStore {
         group_id: &str,
         configs: BTreeMap<String, String>,
     ) -> Result<(), MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::SetGroupConfigs {
             group_id: group_id.to_string(),
             configs,
@@ -503,7 +527,7 @@ impl MetadataStore {
         name: &str,
         configs: BTreeMap<String, String>,
     ) -> Result<(), MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::SetTopicConfigs {
             name: name.to_string(),
             configs,
@@ -524,7 +548,7 @@ impl MetadataStore {
         total: i32,
         assignments: Vec<Vec<i32>>,
     ) -> Result<(), MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::CreatePartitions {
             name: name.to_string(),
             total,
@@ -538,7 +562,7 @@ impl MetadataStore {
     /// a lost tail of the metadata log (its last ProducerIdsRecord) cannot make an id issued
     /// before the loss be issued again to a new producer.
     pub fn reserve_producer_ids_above(&self, max_seen: i64) {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let floor = max_seen.saturating_add(1);
         if floor > w.producer_id_floor {
             w.producer_id_floor = floor;
@@ -557,7 +581,7 @@ impl MetadataStore {
 
     /// A producer id never handed out before, even across restarts.
     pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         if w.producer_ids.is_empty() {
             let request = Request::AllocateProducerIds {
                 floor: w.producer_id_floor,
@@ -579,7 +603,7 @@ impl MetadataStore {
         broker_id: i32,
         broker_epoch: i64,
     ) -> Result<Range<i64>, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::AllocateProducerIdsFor {
             broker_id,
             broker_epoch,
@@ -599,7 +623,7 @@ impl MetadataStore {
         broker_epoch: i64,
         topics: Vec<crate::IsrTopic>,
     ) -> Result<Vec<crate::IsrTopicResult>, MetadataError> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         let request = Request::AlterPartition {
             broker_id,
             broker_epoch,
@@ -613,6 +637,6 @@ impl MetadataStore {
 
     /// Flushes and closes the metadata log.
     pub fn close(&self) -> Result<(), MetadataError> {
-        self.writer.lock().log.close(self.clock.now_ms())
+        self.lock_writer().log.close(self.clock.now_ms())
     }
 }

@@ -35,7 +35,9 @@ use openraft::errors::{ClientWriteError, InitializeError, RaftError};
 use openraft::impls::BasicNode;
 use openraft::{Config, Raft, ServerState, SnapshotPolicy};
 use parking_lot::Mutex;
-use skiff_metadata::{Committed, ImageSink, MetadataError, MetadataLog, QuorumState, Record};
+use skiff_metadata::{
+    BlockingSection, Committed, ImageSink, MetadataError, MetadataLog, QuorumState, Record,
+};
 use skiff_types::Clock;
 use tokio::sync::watch;
 
@@ -676,6 +678,20 @@ impl MetadataLog for RaftMetadataLog {
 
     fn applies_through_sink(&self) -> bool {
         true
+    }
+
+    fn blocking_section(&self) -> BlockingSection {
+        hand_off_worker
+    }
+}
+
+/// Runs `f` with this tokio worker handed off (`block_in_place`) when called on a
+/// multi-thread runtime's worker, so the tasks queued on it (openraft's among them) run
+/// elsewhere while `f` blocks; inline anywhere else.
+fn hand_off_worker(f: &mut dyn FnMut()) {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 

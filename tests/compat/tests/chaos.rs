@@ -328,10 +328,10 @@ fn damage(dir: &std::path::Path, truncate: bool, garbage: &mut Garbage) -> Strin
     }
 }
 
-/// Not a fault scenario: the node hang the harness's `prewarm` works around. Three fresh
+/// Not a fault scenario: the node hang the harness's `prewarm` once worked around. Three fresh
 /// nodes get InitProducerId from several clients on every node at once (the controller hands
 /// out producer-id blocks through Raft) and CreateTopics through the controller, for 20 s;
-/// every node must keep answering Metadata. Seen in the scenarios (before `prewarm`): the
+/// every node must keep answering Metadata. Seen in the scenarios (before the fix): the
 /// controller stops answering anything, Raft included, for good; its stacks show a tokio
 /// worker parked on the metadata store's writer lock (InitProducerId's synchronous
 /// `MetadataStore::allocate_producer_id`, CreateTopics' `create_topic_with`) while the lock's
@@ -339,7 +339,8 @@ fn damage(dir: &std::path::Path, truncate: bool, garbage: &mut Garbage) -> Strin
 /// the runtime's I/O driver.
 #[test]
 // Was ignored for bug B (a controller hung when tokio workers blocked on the metadata store
-// lock held across a Raft commit); fixed in handlers::dispatch (block_in_place).
+// lock held across a Raft commit); fixed in handlers::dispatch (block_in_place), then for
+// every writer in MetadataStore::lock_writer (FindCoordinator's __consumer_offsets hung F2).
 fn chaos_startup_metadata_writes_do_not_hang_a_node() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -358,6 +359,7 @@ fn chaos_startup_metadata_writes_do_not_hang_a_node() {
         for _ in 0..if i == c { 3 } else { 2 } {
             let (port, stop, answered) = (*port, Arc::clone(&stop), Arc::clone(&answered));
             threads.push(std::thread::spawn(move || {
+                let mut client = probe::Persistent::new(port);
                 while !stop.load(Ordering::Relaxed) {
                     let req = InitProducerIdRequest {
                         transactional_id: None,
@@ -365,19 +367,39 @@ fn chaos_startup_metadata_writes_do_not_hang_a_node() {
                         producer_id: -1,
                         producer_epoch: -1,
                     };
-                    if let Some(ResponseBody::InitProducerId(_)) = probe::call(port, 4, req) {
+                    if let Some(ResponseBody::InitProducerId(_)) = client.call(4, req) {
                         answered.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }));
         }
     }
+    // FindCoordinator creates __consumer_offsets (a metadata write outside the handlers that
+    // hand their worker off): several at once on the controller hung it in the F2 scenario.
+    for g in 0..3 {
+        let (cport, cstop) = (cluster.ports[c].0, Arc::clone(&stop));
+        threads.push(std::thread::spawn(move || {
+            while !cstop.load(Ordering::Relaxed) {
+                let req = skiff_protocol::FindCoordinatorRequest {
+                    key: format!("hang-probe-{g}"),
+                    key_type: 0,
+                    ..Default::default()
+                };
+                if let Some(ResponseBody::FindCoordinator(f)) = probe::call(cport, 3, req)
+                    && f.error_code == 0
+                {
+                    break;
+                }
+            }
+        }));
+    }
     let (cport, cstop) = (cluster.ports[c].0, Arc::clone(&stop));
     threads.push(std::thread::spawn(move || {
         let mut n = 0;
+        let mut client = probe::Persistent::new(cport);
         while !cstop.load(Ordering::Relaxed) {
             let req = skiff_testkit::client::create_topics_request(&format!("t{n}"), 1, &[]);
-            let _ = probe::call(cport, 7, req);
+            let _ = client.call(7, req);
             n += 1;
         }
     }));

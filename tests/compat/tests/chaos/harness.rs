@@ -19,13 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use skiff_compat::{Background, Python, finish_json, python_background};
-use skiff_protocol::{
-    CreatableReplicaAssignment, FindCoordinatorRequest, InitProducerIdRequest, ResponseBody,
-};
+use skiff_protocol::{CreatableReplicaAssignment, ResponseBody};
 use skiff_testkit::client::{Conn, create_topics_request};
 use skiff_testkit::cluster::Cluster;
 
-use crate::probe::{self, call, http_get, metadata, partitions, poll, secs};
+use crate::probe::{self, http_get, metadata, partitions, poll, secs};
 use crate::verdict;
 
 /// The workload's topic: [`PARTITIONS`] partitions, RF=3, `min.insync.replicas=2`.
@@ -168,8 +166,6 @@ impl Run {
         run.create_topic(&setup);
         run.wait_healthy(Duration::from_secs(20), "the new topic");
         run.phase("topic led, ISR full");
-        run.prewarm();
-        run.phase("offsets topic and producer-id blocks ready");
 
         let history = run.evidence.history();
         let seed = u64::from(std::process::id());
@@ -196,56 +192,6 @@ impl Run {
         run.check_responsive();
         run.phase(&format!("warm-up ({ok} acknowledged)"));
         run
-    }
-
-    /// Before the driver starts: creates `__consumer_offsets` (FindCoordinator, which the
-    /// driver's consumers send at once since they carry a group id) and gives every node a
-    /// producer-id block (one InitProducerId each), one request at a time. WORKAROUND for a
-    /// broker hang (see `chaos_startup_metadata_writes_do_not_hang_a_node`): the same
-    /// requests from the driver's clients at once, each a Raft commit on the controller, can
-    /// deadlock the controller node (a tokio worker blocked on the metadata store's lock,
-    /// held by a thread waiting for its Raft commit); seen in ~1 of 10 cluster starts.
-    fn prewarm(&mut self) {
-        const GROUP: u8 = 0;
-        let port = self.cluster.ports[0].0;
-        let found = poll(Duration::from_secs(30), || {
-            let req = FindCoordinatorRequest {
-                key: "logcheck-driver-unused".into(),
-                key_type: GROUP as i8,
-                ..FindCoordinatorRequest::default()
-            };
-            match call(port, 3, req)? {
-                ResponseBody::FindCoordinator(f) if f.error_code == 0 => Some(()),
-                _ => None,
-            }
-        });
-        assert!(
-            found.is_some(),
-            "{}: no group coordinator within 30 s",
-            self.name
-        );
-        for i in 0..NODES {
-            let port = self.cluster.ports[i].0;
-            let got = poll(Duration::from_secs(30), || {
-                let req = InitProducerIdRequest {
-                    transactional_id: None,
-                    transaction_timeout_ms: 60_000,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                };
-                match call(port, 4, req)? {
-                    ResponseBody::InitProducerId(r) if r.error_code == 0 => Some(()),
-                    _ => None,
-                }
-            });
-            assert!(
-                got.is_some(),
-                "{}: node {} gave no producer id within 30 s",
-                self.name,
-                i + 1
-            );
-        }
-        self.check_responsive();
     }
 
     fn create_topic(&mut self, setup: &Setup) {

@@ -36,6 +36,36 @@ pub fn call(port: u16, version: i16, body: impl Into<RequestBody>) -> Option<Res
         .ok()
 }
 
+/// A client that keeps its connection between calls and reconnects after a failed one: for
+/// request loops (a connection per call leaves a TIME_WAIT socket each, tens of thousands in
+/// a tight loop, which starves later tests of free ports).
+pub struct Persistent {
+    port: u16,
+    client: Option<BlockingClient<TcpStream>>,
+}
+
+impl Persistent {
+    pub fn new(port: u16) -> Persistent {
+        Persistent { port, client: None }
+    }
+
+    /// One request; `None` when it fails (the next call reconnects).
+    pub fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> Option<ResponseBody> {
+        if self.client.is_none() {
+            let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+            let s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+            s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
+            self.client = Some(BlockingClient::new(s, "chaos-nemesis"));
+        }
+        let answer = self.client.as_mut()?.call(version, body).ok();
+        if answer.is_none() {
+            self.client = None;
+        }
+        answer
+    }
+}
+
 /// Metadata v12 of all topics from `127.0.0.1:port`, or `None` if it cannot answer within
 /// about two seconds.
 pub fn metadata(port: u16) -> Option<MetadataResponse> {
