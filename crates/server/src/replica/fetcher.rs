@@ -18,8 +18,11 @@
 //! - OFFSET_OUT_OF_RANGE -> the leader's log end (ListOffsets latest as a replica) and
 //!   [`ReplicaManager::reset_out_of_range`];
 //! - NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, unknown topic: the
-//!   leader's metadata and ours disagree for now; the partition is retried after
-//!   `replica.fetch.backoff.ms` (the manager re-targets it when our image moves).
+//!   leader's metadata and ours disagree for now; that partition alone is left out of the
+//!   fetches (so forgotten from the session) for `replica.fetch.backoff.ms`, as Kafka's
+//!   delayed partitions, while the others keep fetching (a topic just created, which the
+//!   leader's image may not know yet, stalled every partition of that leader for 1 s); the
+//!   manager re-targets it when our image moves.
 //!
 //! A lost connection or a timeout backs off and retries (the node client reconnects).
 //!
@@ -37,6 +40,7 @@ use skiff_protocol::{
 };
 use skiff_types::{ErrorCode, TopicPartition};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::fetch_session::{FollowerSession, SentState};
 use super::follow::{FollowError, FollowerPosition};
@@ -157,31 +161,45 @@ async fn fetch_loop(
     let timeout =
         Duration::from_millis(u64::try_from(settings.wait_max_ms.max(0)).unwrap_or(500) + 5_000);
     let mut session = FollowerSession::default();
+    let mut delayed: HashMap<TopicPartition, Instant> = HashMap::new();
     loop {
         if broker.is_shutting_down() {
             return;
         }
-        let list = targets.borrow_and_update().clone();
-        if list.is_empty() {
+        let all = targets.borrow_and_update().clone();
+        if all.is_empty() {
             tokio::select! {
                 r = targets.changed() => if r.is_err() { return },
                 _ = shutdown.changed() => return,
             }
             continue;
         }
-        let result = fetch_once(&broker, &settings, leader, &list, timeout, &mut session).await;
-        if broker.replicas.hw_lowered_pending() {
-            let b = Arc::clone(&broker);
-            let _ =
-                tokio::task::spawn_blocking(move || b.replicas.checkpoint_if_hw_lowered()).await;
-        }
-        let wait = match result {
-            Ok(true) => Duration::ZERO,
-            Ok(false) => backoff,
-            Err(e) => {
-                tracing::debug!(leader, error = %e, "replica fetch failed; retrying");
-                session.on_failure();
-                backoff
+        let (list, next_due) = fetchable(&all, &mut delayed, broker.tokio_now());
+        let wait = match next_due {
+            Some(due) if list.is_empty() => due.saturating_duration_since(broker.tokio_now()),
+            _ => {
+                let result =
+                    fetch_once(&broker, &settings, leader, &list, timeout, &mut session).await;
+                if broker.replicas.hw_lowered_pending() {
+                    let b = Arc::clone(&broker);
+                    let _ =
+                        tokio::task::spawn_blocking(move || b.replicas.checkpoint_if_hw_lowered())
+                            .await;
+                }
+                match result {
+                    Ok(f) if f.progress => Duration::ZERO,
+                    Ok(f) if !f.failed.is_empty() => {
+                        let until = broker.tokio_now() + backoff;
+                        delayed.extend(f.failed.into_iter().map(|tp| (tp, until)));
+                        Duration::ZERO
+                    }
+                    Ok(_) => backoff,
+                    Err(e) => {
+                        tracing::debug!(leader, error = %e, "replica fetch failed; retrying");
+                        session.on_failure();
+                        backoff
+                    }
+                }
             }
         };
         if !wait.is_zero() {
@@ -194,7 +212,31 @@ async fn fetch_loop(
     }
 }
 
-/// One Fetch to `leader` for `list`; `Ok(false)` when every partition needs a back-off.
+/// The targets not backing off now, and when the first one that is comes due; forgets the
+/// back-offs that ended or whose partition is no longer a target.
+fn fetchable(
+    all: &Targets,
+    delayed: &mut HashMap<TopicPartition, Instant>,
+    now: Instant,
+) -> (Targets, Option<Instant>) {
+    delayed.retain(|tp, until| *until > now && all.iter().any(|(t, _)| t == tp));
+    let list = all
+        .iter()
+        .filter(|(tp, _)| !delayed.contains_key(tp))
+        .cloned()
+        .collect();
+    (list, delayed.values().min().copied())
+}
+
+/// One fetch's outcome: did any partition move (or answer so that fetching again at once is
+/// right), and which partitions answered an error that calls for a back-off.
+#[derive(Debug, Default)]
+struct Fetched {
+    progress: bool,
+    failed: Vec<TopicPartition>,
+}
+
+/// One Fetch to `leader` for `list`.
 async fn fetch_once(
     broker: &Arc<Broker>,
     settings: &FetcherSettings,
@@ -202,7 +244,7 @@ async fn fetch_once(
     list: &[(TopicPartition, i32)],
     timeout: Duration,
     session: &mut FollowerSession,
-) -> Result<bool, String> {
+) -> Result<Fetched, String> {
     let image = broker.image();
     let mut positions: HashMap<TopicPartition, FollowerPosition> = HashMap::new();
     let mut wanted: HashMap<TopicPartition, SentState> = HashMap::new();
@@ -242,7 +284,7 @@ async fn fetch_once(
         parts.insert(tp.clone(), (tp.topic.clone(), id, part));
     }
     if wanted.is_empty() {
-        return Ok(false);
+        return Ok(Fetched::default());
     }
     // KIP-227: only new or changed partitions, and the ones to forget (fetch_session.rs).
     let plan = session.plan(wanted);
@@ -295,13 +337,17 @@ async fn fetch_once(
     let top = ErrorCode::from_code(response.error_code).unwrap_or(ErrorCode::UnknownServerError);
     if session.on_answer(plan, top, response.session_id) {
         tracing::debug!(leader, error = ?top, "fetch session refused; fetching in full");
-        return Ok(true);
+        return Ok(Fetched {
+            progress: true,
+            failed: Vec::new(),
+        });
     }
     if top != ErrorCode::None {
         return Err(format!("fetch refused with error {}", response.error_code));
     }
     // An incremental answer with no partition is the leader's long poll ending: fetch again.
     let mut progress = response.responses.iter().all(|t| t.partitions.is_empty());
+    let mut failed = Vec::new();
     for t in response.responses {
         let Some(name) = image
             .topic_by_id(t.topic_id.as_bytes())
@@ -361,6 +407,7 @@ async fn fetch_once(
                 other => {
                     session.resend(&tp);
                     tracing::debug!(%tp, leader, error = ?other, "replica fetch answered an error; backing off");
+                    failed.push(tp.clone());
                     Ok(false)
                 }
             };
@@ -373,7 +420,7 @@ async fn fetch_once(
             }
         }
     }
-    Ok(progress)
+    Ok(Fetched { progress, failed })
 }
 
 /// The leader's log end for `tp` (ListOffsets latest as a replica).
@@ -406,5 +453,59 @@ async fn leader_end(
             .ok_or_else(|| format!("the leader has no log end for {tp}")),
         Ok(other) => Err(format!("unexpected answer {:?}", other.api_key())),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(p: i32) -> TopicPartition {
+        TopicPartition::new("t", p)
+    }
+
+    /// A partition backing off is left out until it is due; the others are fetched meanwhile.
+    #[test]
+    fn a_partition_backing_off_does_not_hold_the_others() {
+        let t0 = Instant::from_std(skiff_types::Clock::manual(0).now());
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let all: Targets = vec![(tp(0), 1), (tp(1), 1), (tp(2), 1)];
+        // (delayed before, now ms, fetched partitions, next due ms, delayed after)
+        type Row = (Vec<(i32, u64)>, u64, Vec<i32>, Option<u64>, Vec<i32>);
+        let rows: Vec<Row> = vec![
+            (vec![], 0, vec![0, 1, 2], None, vec![]),
+            (vec![(1, 1000)], 0, vec![0, 2], Some(1000), vec![1]),
+            (vec![(1, 1000)], 999, vec![0, 2], Some(1000), vec![1]),
+            (vec![(1, 1000)], 1000, vec![0, 1, 2], None, vec![]),
+            (
+                vec![(0, 500), (1, 1000), (2, 700)],
+                0,
+                vec![],
+                Some(500),
+                vec![0, 1, 2],
+            ),
+            (
+                vec![(0, 500), (1, 1000)],
+                600,
+                vec![0, 2],
+                Some(1000),
+                vec![1],
+            ),
+            // no longer a target: forgotten
+            (vec![(7, 1000)], 0, vec![0, 1, 2], None, vec![]),
+        ];
+        for (before, now, fetched, due, after) in rows {
+            let mut delayed: HashMap<TopicPartition, Instant> = before
+                .iter()
+                .map(|&(p, until)| (tp(p), ms(until)))
+                .collect();
+            let (list, next) = fetchable(&all, &mut delayed, ms(now));
+            let got: Vec<i32> = list.iter().map(|(t, _)| t.partition).collect();
+            assert_eq!(got, fetched, "fetched, delayed {before:?} at {now}");
+            assert_eq!(next, due.map(ms), "next due, delayed {before:?} at {now}");
+            let mut left: Vec<i32> = delayed.keys().map(|t| t.partition).collect();
+            left.sort();
+            assert_eq!(left, after, "still delayed, delayed {before:?} at {now}");
+        }
     }
 }
