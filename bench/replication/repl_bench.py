@@ -31,7 +31,9 @@ through Kafka's own TopicCommand): node 1 leads every partition, nodes 2 and 3 f
 Phases (in this order):
   limits   dd bs=1M of --dd-mib MiB into the work dir, --dd-runs times: MB/s and dd's own
            CPU-ms/MB, the price of putting a MB into the page cache with write(2) (a
-           follower's write of each MB costs at least that). Where the VM allows it (root),
+           follower's write of each MB costs at least that); then, as often, the follower
+           floor (follower_floor): the same MiB sent over loopback TCP with sendfile(2) and
+           received and written with write(2), each end's own CPU-ms/MB. Where the VM allows it (root),
            freed guest pages are held for the run and the free memory touched once
            (limits.hold_guest_memory, restored at the end).
   warm-up  per cluster, --warmup-records 1 KiB records acks=all to an RF=3 topic (Kafka's JIT;
@@ -65,7 +67,15 @@ Targets (issue 17): follower CPU-ms/MB <= 0.5x the leader's produce CPU-ms/MB (p
 both the RF=1 leader, the produce cost without replication, and the RF=3 leader in the same
 cell); RF=3 total CPU-ms/MB <= 2x RF=1's; throughput is reported as a ratio only (three nodes
 share two cores). --json FILE keeps every measurement. The work dir (default
-/tmp/skiff-repl-bench-<pid>) and everything in it are deleted at the end.
+/tmp/skiff-repl-bench-<pid>) and everything in it are deleted at the end. Each latency line also
+prints the page cache's Dirty (at the start and the maximum) and Writeback (maximum) during the
+run (DirtySampler, /proc/meminfo every 100 ms).
+
+Environment, for experiments (figures of record use none): SKIFF_BENCH_LOG (the Skiff nodes'
+RUST_LOG, default warn), SKIFF_BENCH_KEEP_LOGS=1 (copy the nodes' logs to
+/tmp/skiff-repl-failure-<pid> at the end, as an aborted run does), SKIFF_BENCH_PROPS="k=v;k=v"
+(extra Skiff server properties), SKIFF_BENCH_SYNC_BEFORE_LATENCY=1 (sync(2) before each latency
+run).
 """
 
 import argparse
@@ -78,6 +88,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -200,11 +211,13 @@ class Cluster:
             "transaction.state.log.replication.factor=3",
             "transaction.state.log.min.isr=2",
         ]
+        # SKIFF_BENCH_PROPS: extra server properties for experiments, "k=v;k=v"
+        lines += [kv for kv in os.environ.get("SKIFF_BENCH_PROPS", "").split(";") if kv]
         return "\n".join(lines) + "\n"
 
     def _start_skiff(self):
         # SKIFF_BENCH_LOG: the nodes' RUST_LOG (default warn); their out.log files are copied
-        # aside when a run aborts (see `keep_logs`).
+        # aside when a run aborts, or always with SKIFF_BENCH_KEEP_LOGS=1 (see `keep_logs`).
         env = dict(os.environ, RUST_LOG=os.environ.get("SKIFF_BENCH_LOG", "warn"))
         outs = []
         for i in range(3):
@@ -357,6 +370,8 @@ class Bench:
         self.lat = []
         self.catch = []
         self.dd = []
+        # (MB/s, receive+write CPU-ms/MB, sendfile CPU-ms/MB) per run: follower_floor
+        self.floor = []
 
     def others(self, kind):
         return [c for k, c in self.clusters.items() if k != kind]
@@ -464,11 +479,19 @@ class Bench:
             topic = "lat-rf%d-l%d" % (len(replicas), linger)
             cluster.create(topic, replicas)
             afile = os.path.join(self.opts.work, "lat-%s-%s.txt" % (cluster.kind, topic))
+            if os.environ.get("SKIFF_BENCH_SYNC_BEFORE_LATENCY"):
+                os.sync()  # experiment: no dirty page cache left by the cells before
+            dirty = DirtySampler()
             try:
                 r = self.produce(cluster, topic, n, acks, linger=linger, extra=["-r", str(int(rate)), "-l", "-A", afile],
                                  followers=range(1, len(replicas)))
             finally:
+                dirty.stop()
                 cluster.delete(topic)
+            if os.environ.get("SKIFF_BENCH_KEEP_LOGS"):
+                keep = "/tmp/skiff-repl-failure-%d" % os.getpid()
+                os.makedirs(keep, exist_ok=True)
+                shutil.copy(afile, keep)
             with open(afile) as f:
                 xs = [int(x) for x in f.read().split()]
             kept = sorted(x / 1000.0 for x in xs[int(rate * 2):])
@@ -476,12 +499,15 @@ class Bench:
                    "samples": len(kept), "p50_ms": percentile(kept, 0.5), "p99_ms": percentile(kept, 0.99),
                    "p999_ms": percentile(kept, 0.999), "max_ms": kept[-1] if kept else float("nan"),
                    "total_ms_per_mb": r["total_ms_per_mb"], "node_ms_per_mb": r["node_ms_per_mb"],
-                   "others_pct": r["others_pct"]}
+                   "others_pct": r["others_pct"], "dirty_mb_start": dirty.start_mb, "dirty_mb_max": dirty.max_mb,
+                   "writeback_mb_max": dirty.writeback_max_mb}
             self.lat.append(res)
             log("latency %-5s %-22s %7.0f rec/s offered (%7.0f achieved): p50 %.2f p99 %.2f p99.9 %.2f max %.1f ms "
-                "(%d samples), nodes %.2f CPU-ms/MB, others %.0f%%"
+                "(%d samples), nodes %.2f CPU-ms/MB, others %.0f%%, dirty page cache %.0f MB at start, max %.0f, "
+                "writeback max %.0f MB"
                 % (cluster.kind, cell, rate, r["rec_s"], res["p50_ms"], res["p99_ms"], res["p999_ms"], res["max_ms"],
-                   len(kept), r["total_ms_per_mb"], r["others_pct"]))
+                   len(kept), r["total_ms_per_mb"], r["others_pct"], dirty.start_mb, dirty.max_mb,
+                   dirty.writeback_max_mb))
 
     def catch_up(self, cluster, rnd):
         topic = "catch-r%d" % rnd
@@ -675,7 +701,107 @@ def verdicts(b):
     if b.dd:
         out.append("page-cache write price (dd bs=1M): %s CPU-ms/MB, %s MB/s: the floor under a follower's CPU-ms/MB"
                    % (fmt([x[1] for x in b.dd], 2), fmt([x[0] for x in b.dd], 0)))
+    if b.floor:
+        out.append("follower floor (loopback TCP receive + write(2), 1 MiB buffers): %s CPU-ms/MB at %s MB/s; "
+                   "the sender's sendfile(2): %s CPU-ms/MB (a leader's floor per follower)"
+                   % (fmt([x[1] for x in b.floor], 2), fmt([x[0] for x in b.floor], 0),
+                      fmt([x[2] for x in b.floor], 2)))
     return out
+
+
+# The follower floor (limits phase): the least a follower can do per byte is receive it from a
+# TCP socket and write(2) it to a file; the least a leader can do is sendfile(2) it from the page
+# cache. Both ends measure their own CPU (getrusage) from the accept/connect to the last byte, so
+# the interpreter's start is not counted; 1 MiB buffers keep the per-call costs out of the figure.
+class DirtySampler:
+    """Samples /proc/meminfo's Dirty and Writeback every 100 ms until `stop` (MB): how much
+    unwritten page cache the kernel was flushing, and so throttling writers for, during a run."""
+
+    def __init__(self):
+        self.start_mb = self._read()[0]
+        self.max_mb, self.writeback_max_mb = self.start_mb, 0.0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    @staticmethod
+    def _read():
+        got = {}
+        with open("/proc/meminfo") as f:
+            for line in f:
+                k, v = line.split(":", 1)
+                if k in ("Dirty", "Writeback"):
+                    got[k] = int(v.split()[0]) / 1024.0
+        return got.get("Dirty", 0.0), got.get("Writeback", 0.0)
+
+    def _run(self):
+        while not self._stop.wait(0.1):
+            d, w = self._read()
+            self.max_mb, self.writeback_max_mb = max(self.max_mb, d), max(self.writeback_max_mb, w)
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+
+
+FLOOR_RECEIVER = r"""
+import os, resource, socket, sys
+ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(1)
+print(ls.getsockname()[1], flush=True)
+c, _ = ls.accept()
+r0 = resource.getrusage(resource.RUSAGE_SELF)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+buf = bytearray(1 << 20); mv = memoryview(buf); total = 0
+while True:
+    n = c.recv_into(buf)
+    if n == 0:
+        break
+    done = 0
+    while done < n:
+        done += os.write(fd, mv[done:n])
+    total += n
+os.close(fd)
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+print(total, (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000.0, flush=True)
+"""
+
+FLOOR_SENDER = r"""
+import os, resource, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+r0 = resource.getrusage(resource.RUSAGE_SELF)
+with open(sys.argv[1], "rb") as f:
+    s.sendfile(f)
+s.shutdown(socket.SHUT_WR); s.recv(1); s.close()
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+print((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000.0, flush=True)
+"""
+
+
+def follower_floor(directory, mib):
+    """(MB/s, receiver CPU-ms/MB, sender CPU-ms/MB) of `mib` MiB sent over loopback TCP with
+    sendfile(2) from a page-cached file and written to a new file with write(2): the floor of a
+    follower's (receive + write) and a leader's (sendfile to one follower) price per MB."""
+    src, dst = os.path.join(directory, "floor-src"), os.path.join(directory, "floor-dst")
+    subprocess.run(["dd", "if=/dev/zero", "of=" + src, "bs=1M", "count=%d" % mib], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.sync()
+    try:
+        recv = subprocess.Popen([sys.executable, "-c", FLOOR_RECEIVER, dst], stdout=subprocess.PIPE, text=True)
+        port = recv.stdout.readline().strip()
+        t0 = time.monotonic()
+        send = subprocess.run([sys.executable, "-c", FLOOR_SENDER, src, port], capture_output=True, text=True,
+                              timeout=600)
+        out = recv.stdout.readline().split()
+        wall = time.monotonic() - t0
+        recv.wait(timeout=60)
+        if send.returncode != 0 or len(out) != 2:
+            raise BenchError("follower floor failed: %s %s" % (send.stderr, out))
+        mb = int(out[0]) / 1e6
+        return mb / wall, float(out[1]) / mb, float(send.stdout.strip()) / mb
+    finally:
+        for f in (src, dst):
+            if os.path.exists(f):
+                os.unlink(f)
 
 
 def main():
@@ -745,6 +871,9 @@ def main():
         for i in range(opts.dd_runs):
             b.dd.append(limits.dd_write_cost(opts.work, opts.dd_mib))
             log("limit dd bs=1M %d MiB run %d: %.0f MB/s, dd %.2f CPU-ms/MB" % (opts.dd_mib, i + 1, *b.dd[-1]))
+            b.floor.append(follower_floor(opts.work, opts.dd_mib))
+            log("limit follower floor %d MiB run %d: %.0f MB/s, receive+write %.2f CPU-ms/MB, sendfile %.2f "
+                "CPU-ms/MB" % (opts.dd_mib, i + 1, *b.floor[-1]))
         for s in systems:
             t0 = time.monotonic()
             b.clusters[s] = Cluster(s, opts)
@@ -781,6 +910,8 @@ def main():
     finally:
         for c in b.clusters.values():
             c.stop()
+            if os.environ.get("SKIFF_BENCH_KEEP_LOGS"):
+                log("# %s nodes' logs kept in %s" % (c.kind, c.keep_logs()))
         limits.release_guest_memory(held)
         header["uptime_end"] = uptime()
         header["wall_s"] = round(time.monotonic() - t_start)
@@ -796,7 +927,7 @@ def main():
         log("- " + line)
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"header": header, "dd": b.dd, "results": b.results, "latency": b.lat, "catchup": b.catch}, f,
+            json.dump({"header": header, "dd": b.dd, "floor": b.floor, "results": b.results, "latency": b.lat, "catchup": b.catch}, f,
                       indent=1)
 
 
