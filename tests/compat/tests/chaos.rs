@@ -339,8 +339,9 @@ fn damage(dir: &std::path::Path, truncate: bool, garbage: &mut Garbage) -> Strin
 /// the runtime's I/O driver.
 #[test]
 // Was ignored for bug B (a controller hung when tokio workers blocked on the metadata store
-// lock held across a Raft commit); fixed in handlers::dispatch (block_in_place), then for
-// every writer in MetadataStore::lock_writer (FindCoordinator's __consumer_offsets hung F2).
+// lock held across a Raft commit); fixed first for a list of APIs in handlers::dispatch
+// (block_in_place), now for every writer in MetadataStore::lock_writer (FindCoordinator's
+// __consumer_offsets, not on that list, hung F2).
 fn chaos_startup_metadata_writes_do_not_hang_a_node() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

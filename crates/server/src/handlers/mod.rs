@@ -199,42 +199,11 @@ pub fn is_served(key: ApiKey, version: i16) -> bool {
 
 /// Routes a decoded request to its handler (in a cluster, admin requests go to the active
 /// controller when this node is not it: `crate::cluster::forward`).
-pub fn dispatch(ctx: &RequestContext<'_>, body: RequestBody) -> Reply {
-    // Requests that write metadata wait for the store's lock, which a Raft commit may hold
-    // while it needs the tokio workers: on a cluster they run with this worker handed off
-    // (`block_in_place`), so two of them can never starve the runtime (a hung controller,
-    // found by the chaos suite).
-    if ctx.broker.quorum.is_some()
-        && writes_metadata(body.api_key())
-        && matches!(
-            tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()),
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread)
-        )
-    {
-        return tokio::task::block_in_place(|| dispatch_now(ctx, body));
-    }
-    dispatch_now(ctx, body)
-}
-
-/// The APIs whose handlers may take the metadata store's writer lock.
-fn writes_metadata(key: ApiKey) -> bool {
-    matches!(
-        key,
-        ApiKey::CreateTopics
-            | ApiKey::DeleteTopics
-            | ApiKey::CreatePartitions
-            | ApiKey::AlterConfigs
-            | ApiKey::IncrementalAlterConfigs
-            | ApiKey::InitProducerId
-            | ApiKey::AllocateProducerIds
-            | ApiKey::BrokerRegistration
-            | ApiKey::BrokerHeartbeat
-            | ApiKey::AlterPartition
-            | ApiKey::ElectLeaders
-    )
-}
-
-fn dispatch_now(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
+///
+/// Handlers that write metadata may wait for the store's writer lock, which a Raft commit
+/// holds while it needs the tokio workers: the store hands the worker off while it waits
+/// (`MetadataStore::lock_writer`), as the Raft log does while it commits.
+pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
     if ctx.broker.quorum.is_some()
         && ctx.listener.name != crate::cluster::LOCAL_LISTENER
         && crate::cluster::is_forwarded(body.api_key())
