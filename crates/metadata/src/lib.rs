@@ -73,7 +73,6 @@ pub use log_dir::{
 };
 pub use meta_log::{
     BlockingSection, Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState,
-    run_inline,
 };
 pub use store::{ImageSink, MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 

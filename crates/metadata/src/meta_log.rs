@@ -40,7 +40,6 @@ pub struct Committed {
     pub end_offset: i64,
 }
 
-/// A log of committed metadata records (see the module docs).
 /// Runs a closure that may block the thread for as long as a metadata commit takes (e.g. with
 /// the async runtime's worker handed off first); returns once it ran.
 pub type BlockingSection = fn(&mut dyn FnMut());
@@ -50,6 +49,7 @@ pub fn run_inline(f: &mut dyn FnMut()) {
     f()
 }
 
+/// A log of committed metadata records (see the module docs).
 pub trait MetadataLog: Send + std::fmt::Debug {
     /// Commits `records` as one atomic change; returns once they are committed. `now_ms` is
     /// the batch timestamp. On `Err` the change may or may not be committed (a failed fsync):

@@ -77,21 +77,10 @@ pub fn skiff_binary() -> PathBuf {
 /// failed cluster starts with "Address already in use" (seen in CI runs), and client
 /// sockets in TIME_WAIT filled the ephemeral range.
 pub fn free_port() -> u16 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static CALLS: AtomicU64 = AtomicU64::new(0);
-    let (lo, _) = ephemeral_range();
-    let (from, to) = (10_000u16, lo.saturating_sub(1));
-    if to > from + 1_000 {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
-        h.write_u32(std::process::id());
-        let mut x = h.finish();
+    let below = ephemeral_start().saturating_sub(1);
+    if below > 11_000 {
         for _ in 0..500 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let port = from + ((x >> 33) % u64::from(to - from)) as u16;
+            let port = rand::random_range(10_000..below);
             if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
                 return port;
             }
@@ -103,15 +92,12 @@ pub fn free_port() -> u16 {
         .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
 }
 
-/// The kernel's ephemeral port range (Linux's default when it cannot be read).
-fn ephemeral_range() -> (u16, u16) {
+/// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
+fn ephemeral_start() -> u16 {
     std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
-        .and_then(|s| {
-            let mut it = s.split_whitespace().map(|v| v.parse::<u16>().ok());
-            Some((it.next()??, it.next()??))
-        })
-        .unwrap_or((32_768, 60_999))
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// The port in `bind=HOST:PORT` of a ready line.

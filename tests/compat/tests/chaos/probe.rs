@@ -27,13 +27,7 @@ pub fn http_get(port: u16, path: &str) -> Option<String> {
 /// One request to `127.0.0.1:port` on a fresh connection: the answer, or `None` if there is
 /// none within about two seconds.
 pub fn call(port: u16, version: i16, body: impl Into<RequestBody>) -> Option<ResponseBody> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
-    BlockingClient::new(s, "chaos-nemesis")
-        .call(version, body)
-        .ok()
+    Persistent::new(port).call(version, body)
 }
 
 /// A client that keeps its connection between calls and reconnects after a failed one: for
