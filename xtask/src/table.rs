@@ -67,6 +67,15 @@ pub const APIS: &[ApiEntry] = &[
     api("AlterPartition", 0, 3),
     // Issue 16: a broker's producer id block from the active controller.
     api("AllocateProducerIds", 0, 0),
+    // Issue 18: transactions (KIP-98, KIP-890 part 1). EndTxn v5 and TxnOffsetCommit v5 are
+    // transactions v2 (KIP-890 part 2), not built: `transaction.version` is not advertised.
+    api("AddPartitionsToTxn", 0, 5),
+    api("AddOffsetsToTxn", 0, 4),
+    api("EndTxn", 0, 4),
+    api("WriteTxnMarkers", 1, 1),
+    api("TxnOffsetCommit", 0, 4),
+    api("DescribeTransactions", 0, 0),
+    api("ListTransactions", 0, 1),
 ];
 
 /// Header definitions (all versions).

@@ -30,6 +30,11 @@ pub enum ApiKey {
     DeleteRecords = 21,
     InitProducerId = 22,
     OffsetForLeaderEpoch = 23,
+    AddPartitionsToTxn = 24,
+    AddOffsetsToTxn = 25,
+    EndTxn = 26,
+    WriteTxnMarkers = 27,
+    TxnOffsetCommit = 28,
     DescribeConfigs = 32,
     AlterConfigs = 33,
     AlterReplicaLogDirs = 34,
@@ -47,6 +52,8 @@ pub enum ApiKey {
     DescribeProducers = 61,
     BrokerRegistration = 62,
     BrokerHeartbeat = 63,
+    DescribeTransactions = 65,
+    ListTransactions = 66,
     AllocateProducerIds = 67,
     ConsumerGroupHeartbeat = 68,
     ConsumerGroupDescribe = 69,
@@ -76,6 +83,11 @@ impl ApiKey {
         ApiKey::DeleteRecords,
         ApiKey::InitProducerId,
         ApiKey::OffsetForLeaderEpoch,
+        ApiKey::AddPartitionsToTxn,
+        ApiKey::AddOffsetsToTxn,
+        ApiKey::EndTxn,
+        ApiKey::WriteTxnMarkers,
+        ApiKey::TxnOffsetCommit,
         ApiKey::DescribeConfigs,
         ApiKey::AlterConfigs,
         ApiKey::AlterReplicaLogDirs,
@@ -93,6 +105,8 @@ impl ApiKey {
         ApiKey::DescribeProducers,
         ApiKey::BrokerRegistration,
         ApiKey::BrokerHeartbeat,
+        ApiKey::DescribeTransactions,
+        ApiKey::ListTransactions,
         ApiKey::AllocateProducerIds,
         ApiKey::ConsumerGroupHeartbeat,
         ApiKey::ConsumerGroupDescribe,
@@ -122,6 +136,11 @@ impl ApiKey {
             21 => Some(ApiKey::DeleteRecords),
             22 => Some(ApiKey::InitProducerId),
             23 => Some(ApiKey::OffsetForLeaderEpoch),
+            24 => Some(ApiKey::AddPartitionsToTxn),
+            25 => Some(ApiKey::AddOffsetsToTxn),
+            26 => Some(ApiKey::EndTxn),
+            27 => Some(ApiKey::WriteTxnMarkers),
+            28 => Some(ApiKey::TxnOffsetCommit),
             32 => Some(ApiKey::DescribeConfigs),
             33 => Some(ApiKey::AlterConfigs),
             34 => Some(ApiKey::AlterReplicaLogDirs),
@@ -139,6 +158,8 @@ impl ApiKey {
             61 => Some(ApiKey::DescribeProducers),
             62 => Some(ApiKey::BrokerRegistration),
             63 => Some(ApiKey::BrokerHeartbeat),
+            65 => Some(ApiKey::DescribeTransactions),
+            66 => Some(ApiKey::ListTransactions),
             67 => Some(ApiKey::AllocateProducerIds),
             68 => Some(ApiKey::ConsumerGroupHeartbeat),
             69 => Some(ApiKey::ConsumerGroupDescribe),
@@ -170,6 +191,11 @@ impl ApiKey {
             ApiKey::DeleteRecords => "DeleteRecords",
             ApiKey::InitProducerId => "InitProducerId",
             ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
+            ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
+            ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",
+            ApiKey::EndTxn => "EndTxn",
+            ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
+            ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
             ApiKey::DescribeConfigs => "DescribeConfigs",
             ApiKey::AlterConfigs => "AlterConfigs",
             ApiKey::AlterReplicaLogDirs => "AlterReplicaLogDirs",
@@ -187,6 +213,8 @@ impl ApiKey {
             ApiKey::DescribeProducers => "DescribeProducers",
             ApiKey::BrokerRegistration => "BrokerRegistration",
             ApiKey::BrokerHeartbeat => "BrokerHeartbeat",
+            ApiKey::DescribeTransactions => "DescribeTransactions",
+            ApiKey::ListTransactions => "ListTransactions",
             ApiKey::AllocateProducerIds => "AllocateProducerIds",
             ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
             ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
@@ -217,6 +245,11 @@ impl ApiKey {
             ApiKey::DeleteRecords => (0, 2),
             ApiKey::InitProducerId => (0, 5),
             ApiKey::OffsetForLeaderEpoch => (2, 4),
+            ApiKey::AddPartitionsToTxn => (0, 5),
+            ApiKey::AddOffsetsToTxn => (0, 4),
+            ApiKey::EndTxn => (0, 4),
+            ApiKey::WriteTxnMarkers => (1, 1),
+            ApiKey::TxnOffsetCommit => (0, 4),
             ApiKey::DescribeConfigs => (1, 4),
             ApiKey::AlterConfigs => (0, 2),
             ApiKey::AlterReplicaLogDirs => (1, 2),
@@ -234,6 +267,8 @@ impl ApiKey {
             ApiKey::DescribeProducers => (0, 0),
             ApiKey::BrokerRegistration => (0, 4),
             ApiKey::BrokerHeartbeat => (0, 1),
+            ApiKey::DescribeTransactions => (0, 0),
+            ApiKey::ListTransactions => (0, 1),
             ApiKey::AllocateProducerIds => (0, 0),
             ApiKey::ConsumerGroupHeartbeat => (0, 1),
             ApiKey::ConsumerGroupDescribe => (0, 1),
@@ -264,6 +299,11 @@ impl ApiKey {
             ApiKey::DeleteRecords => <DeleteRecordsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::InitProducerId => <InitProducerIdRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::OffsetForLeaderEpoch => <OffsetForLeaderEpochRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::AddPartitionsToTxn => <AddPartitionsToTxnRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::AddOffsetsToTxn => <AddOffsetsToTxnRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::EndTxn => <EndTxnRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::WriteTxnMarkers => <WriteTxnMarkersRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::TxnOffsetCommit => <TxnOffsetCommitRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeConfigs => <DescribeConfigsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterConfigs => <AlterConfigsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterReplicaLogDirs => <AlterReplicaLogDirsRequest as Codec>::FLEXIBLE_MIN,
@@ -287,6 +327,8 @@ impl ApiKey {
             ApiKey::DescribeProducers => <DescribeProducersRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerHeartbeat => <BrokerHeartbeatRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeTransactions => <DescribeTransactionsRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::ListTransactions => <ListTransactionsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AllocateProducerIds => <AllocateProducerIdsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatRequest as Codec>::FLEXIBLE_MIN
@@ -323,6 +365,11 @@ impl ApiKey {
             ApiKey::DeleteRecords => <DeleteRecordsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::InitProducerId => <InitProducerIdResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::OffsetForLeaderEpoch => <OffsetForLeaderEpochResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::AddPartitionsToTxn => <AddPartitionsToTxnResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::AddOffsetsToTxn => <AddOffsetsToTxnResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::EndTxn => <EndTxnResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::WriteTxnMarkers => <WriteTxnMarkersResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::TxnOffsetCommit => <TxnOffsetCommitResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeConfigs => <DescribeConfigsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterConfigs => <AlterConfigsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterReplicaLogDirs => <AlterReplicaLogDirsResponse as Codec>::FLEXIBLE_MIN,
@@ -346,6 +393,8 @@ impl ApiKey {
             ApiKey::DescribeProducers => <DescribeProducersResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerHeartbeat => <BrokerHeartbeatResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeTransactions => <DescribeTransactionsResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::ListTransactions => <ListTransactionsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AllocateProducerIds => <AllocateProducerIdsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::ConsumerGroupHeartbeat => {
                 <ConsumerGroupHeartbeatResponse as Codec>::FLEXIBLE_MIN
@@ -383,6 +432,11 @@ pub enum RequestBody {
     DeleteRecords(DeleteRecordsRequest),
     InitProducerId(InitProducerIdRequest),
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
+    AddPartitionsToTxn(AddPartitionsToTxnRequest),
+    AddOffsetsToTxn(AddOffsetsToTxnRequest),
+    EndTxn(EndTxnRequest),
+    WriteTxnMarkers(WriteTxnMarkersRequest),
+    TxnOffsetCommit(TxnOffsetCommitRequest),
     DescribeConfigs(DescribeConfigsRequest),
     AlterConfigs(AlterConfigsRequest),
     AlterReplicaLogDirs(AlterReplicaLogDirsRequest),
@@ -400,6 +454,8 @@ pub enum RequestBody {
     DescribeProducers(DescribeProducersRequest),
     BrokerRegistration(BrokerRegistrationRequest),
     BrokerHeartbeat(BrokerHeartbeatRequest),
+    DescribeTransactions(DescribeTransactionsRequest),
+    ListTransactions(ListTransactionsRequest),
     AllocateProducerIds(AllocateProducerIdsRequest),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest),
@@ -430,6 +486,11 @@ impl RequestBody {
             RequestBody::DeleteRecords(_) => ApiKey::DeleteRecords,
             RequestBody::InitProducerId(_) => ApiKey::InitProducerId,
             RequestBody::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            RequestBody::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            RequestBody::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            RequestBody::EndTxn(_) => ApiKey::EndTxn,
+            RequestBody::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            RequestBody::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
             RequestBody::DescribeConfigs(_) => ApiKey::DescribeConfigs,
             RequestBody::AlterConfigs(_) => ApiKey::AlterConfigs,
             RequestBody::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
@@ -447,6 +508,8 @@ impl RequestBody {
             RequestBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             RequestBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
             RequestBody::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            RequestBody::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            RequestBody::ListTransactions(_) => ApiKey::ListTransactions,
             RequestBody::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
             RequestBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             RequestBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
@@ -499,6 +562,19 @@ impl RequestBody {
             ApiKey::OffsetForLeaderEpoch => RequestBody::OffsetForLeaderEpoch(
                 OffsetForLeaderEpochRequest::decode(buf, version)?,
             ),
+            ApiKey::AddPartitionsToTxn => {
+                RequestBody::AddPartitionsToTxn(AddPartitionsToTxnRequest::decode(buf, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => {
+                RequestBody::AddOffsetsToTxn(AddOffsetsToTxnRequest::decode(buf, version)?)
+            }
+            ApiKey::EndTxn => RequestBody::EndTxn(EndTxnRequest::decode(buf, version)?),
+            ApiKey::WriteTxnMarkers => {
+                RequestBody::WriteTxnMarkers(WriteTxnMarkersRequest::decode(buf, version)?)
+            }
+            ApiKey::TxnOffsetCommit => {
+                RequestBody::TxnOffsetCommit(TxnOffsetCommitRequest::decode(buf, version)?)
+            }
             ApiKey::DescribeConfigs => {
                 RequestBody::DescribeConfigs(DescribeConfigsRequest::decode(buf, version)?)
             }
@@ -550,6 +626,12 @@ impl RequestBody {
             ApiKey::BrokerHeartbeat => {
                 RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest::decode(buf, version)?)
             }
+            ApiKey::DescribeTransactions => RequestBody::DescribeTransactions(
+                DescribeTransactionsRequest::decode(buf, version)?,
+            ),
+            ApiKey::ListTransactions => {
+                RequestBody::ListTransactions(ListTransactionsRequest::decode(buf, version)?)
+            }
             ApiKey::AllocateProducerIds => {
                 RequestBody::AllocateProducerIds(AllocateProducerIdsRequest::decode(buf, version)?)
             }
@@ -594,6 +676,11 @@ impl RequestBody {
             RequestBody::DeleteRecords(b) => b.encode(out, version),
             RequestBody::InitProducerId(b) => b.encode(out, version),
             RequestBody::OffsetForLeaderEpoch(b) => b.encode(out, version),
+            RequestBody::AddPartitionsToTxn(b) => b.encode(out, version),
+            RequestBody::AddOffsetsToTxn(b) => b.encode(out, version),
+            RequestBody::EndTxn(b) => b.encode(out, version),
+            RequestBody::WriteTxnMarkers(b) => b.encode(out, version),
+            RequestBody::TxnOffsetCommit(b) => b.encode(out, version),
             RequestBody::DescribeConfigs(b) => b.encode(out, version),
             RequestBody::AlterConfigs(b) => b.encode(out, version),
             RequestBody::AlterReplicaLogDirs(b) => b.encode(out, version),
@@ -611,6 +698,8 @@ impl RequestBody {
             RequestBody::DescribeProducers(b) => b.encode(out, version),
             RequestBody::BrokerRegistration(b) => b.encode(out, version),
             RequestBody::BrokerHeartbeat(b) => b.encode(out, version),
+            RequestBody::DescribeTransactions(b) => b.encode(out, version),
+            RequestBody::ListTransactions(b) => b.encode(out, version),
             RequestBody::AllocateProducerIds(b) => b.encode(out, version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             RequestBody::ConsumerGroupDescribe(b) => b.encode(out, version),
@@ -641,6 +730,11 @@ impl RequestBody {
             RequestBody::DeleteRecords(b) => b.encoded_size(version),
             RequestBody::InitProducerId(b) => b.encoded_size(version),
             RequestBody::OffsetForLeaderEpoch(b) => b.encoded_size(version),
+            RequestBody::AddPartitionsToTxn(b) => b.encoded_size(version),
+            RequestBody::AddOffsetsToTxn(b) => b.encoded_size(version),
+            RequestBody::EndTxn(b) => b.encoded_size(version),
+            RequestBody::WriteTxnMarkers(b) => b.encoded_size(version),
+            RequestBody::TxnOffsetCommit(b) => b.encoded_size(version),
             RequestBody::DescribeConfigs(b) => b.encoded_size(version),
             RequestBody::AlterConfigs(b) => b.encoded_size(version),
             RequestBody::AlterReplicaLogDirs(b) => b.encoded_size(version),
@@ -658,6 +752,8 @@ impl RequestBody {
             RequestBody::DescribeProducers(b) => b.encoded_size(version),
             RequestBody::BrokerRegistration(b) => b.encoded_size(version),
             RequestBody::BrokerHeartbeat(b) => b.encoded_size(version),
+            RequestBody::DescribeTransactions(b) => b.encoded_size(version),
+            RequestBody::ListTransactions(b) => b.encoded_size(version),
             RequestBody::AllocateProducerIds(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             RequestBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
@@ -762,6 +858,31 @@ impl From<OffsetForLeaderEpochRequest> for RequestBody {
         RequestBody::OffsetForLeaderEpoch(b)
     }
 }
+impl From<AddPartitionsToTxnRequest> for RequestBody {
+    fn from(b: AddPartitionsToTxnRequest) -> Self {
+        RequestBody::AddPartitionsToTxn(b)
+    }
+}
+impl From<AddOffsetsToTxnRequest> for RequestBody {
+    fn from(b: AddOffsetsToTxnRequest) -> Self {
+        RequestBody::AddOffsetsToTxn(b)
+    }
+}
+impl From<EndTxnRequest> for RequestBody {
+    fn from(b: EndTxnRequest) -> Self {
+        RequestBody::EndTxn(b)
+    }
+}
+impl From<WriteTxnMarkersRequest> for RequestBody {
+    fn from(b: WriteTxnMarkersRequest) -> Self {
+        RequestBody::WriteTxnMarkers(b)
+    }
+}
+impl From<TxnOffsetCommitRequest> for RequestBody {
+    fn from(b: TxnOffsetCommitRequest) -> Self {
+        RequestBody::TxnOffsetCommit(b)
+    }
+}
 impl From<DescribeConfigsRequest> for RequestBody {
     fn from(b: DescribeConfigsRequest) -> Self {
         RequestBody::DescribeConfigs(b)
@@ -847,6 +968,16 @@ impl From<BrokerHeartbeatRequest> for RequestBody {
         RequestBody::BrokerHeartbeat(b)
     }
 }
+impl From<DescribeTransactionsRequest> for RequestBody {
+    fn from(b: DescribeTransactionsRequest) -> Self {
+        RequestBody::DescribeTransactions(b)
+    }
+}
+impl From<ListTransactionsRequest> for RequestBody {
+    fn from(b: ListTransactionsRequest) -> Self {
+        RequestBody::ListTransactions(b)
+    }
+}
 impl From<AllocateProducerIdsRequest> for RequestBody {
     fn from(b: AllocateProducerIdsRequest) -> Self {
         RequestBody::AllocateProducerIds(b)
@@ -895,6 +1026,11 @@ pub enum ResponseBody {
     DeleteRecords(DeleteRecordsResponse),
     InitProducerId(InitProducerIdResponse),
     OffsetForLeaderEpoch(OffsetForLeaderEpochResponse),
+    AddPartitionsToTxn(AddPartitionsToTxnResponse),
+    AddOffsetsToTxn(AddOffsetsToTxnResponse),
+    EndTxn(EndTxnResponse),
+    WriteTxnMarkers(WriteTxnMarkersResponse),
+    TxnOffsetCommit(TxnOffsetCommitResponse),
     DescribeConfigs(DescribeConfigsResponse),
     AlterConfigs(AlterConfigsResponse),
     AlterReplicaLogDirs(AlterReplicaLogDirsResponse),
@@ -912,6 +1048,8 @@ pub enum ResponseBody {
     DescribeProducers(DescribeProducersResponse),
     BrokerRegistration(BrokerRegistrationResponse),
     BrokerHeartbeat(BrokerHeartbeatResponse),
+    DescribeTransactions(DescribeTransactionsResponse),
+    ListTransactions(ListTransactionsResponse),
     AllocateProducerIds(AllocateProducerIdsResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
     ConsumerGroupDescribe(ConsumerGroupDescribeResponse),
@@ -942,6 +1080,11 @@ impl ResponseBody {
             ResponseBody::DeleteRecords(_) => ApiKey::DeleteRecords,
             ResponseBody::InitProducerId(_) => ApiKey::InitProducerId,
             ResponseBody::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+            ResponseBody::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+            ResponseBody::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+            ResponseBody::EndTxn(_) => ApiKey::EndTxn,
+            ResponseBody::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
+            ResponseBody::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
             ResponseBody::DescribeConfigs(_) => ApiKey::DescribeConfigs,
             ResponseBody::AlterConfigs(_) => ApiKey::AlterConfigs,
             ResponseBody::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
@@ -959,6 +1102,8 @@ impl ResponseBody {
             ResponseBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             ResponseBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
             ResponseBody::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            ResponseBody::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+            ResponseBody::ListTransactions(_) => ApiKey::ListTransactions,
             ResponseBody::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
             ResponseBody::ConsumerGroupHeartbeat(_) => ApiKey::ConsumerGroupHeartbeat,
             ResponseBody::ConsumerGroupDescribe(_) => ApiKey::ConsumerGroupDescribe,
@@ -1015,6 +1160,19 @@ impl ResponseBody {
             ApiKey::OffsetForLeaderEpoch => ResponseBody::OffsetForLeaderEpoch(
                 OffsetForLeaderEpochResponse::decode(buf, version)?,
             ),
+            ApiKey::AddPartitionsToTxn => {
+                ResponseBody::AddPartitionsToTxn(AddPartitionsToTxnResponse::decode(buf, version)?)
+            }
+            ApiKey::AddOffsetsToTxn => {
+                ResponseBody::AddOffsetsToTxn(AddOffsetsToTxnResponse::decode(buf, version)?)
+            }
+            ApiKey::EndTxn => ResponseBody::EndTxn(EndTxnResponse::decode(buf, version)?),
+            ApiKey::WriteTxnMarkers => {
+                ResponseBody::WriteTxnMarkers(WriteTxnMarkersResponse::decode(buf, version)?)
+            }
+            ApiKey::TxnOffsetCommit => {
+                ResponseBody::TxnOffsetCommit(TxnOffsetCommitResponse::decode(buf, version)?)
+            }
             ApiKey::DescribeConfigs => {
                 ResponseBody::DescribeConfigs(DescribeConfigsResponse::decode(buf, version)?)
             }
@@ -1066,6 +1224,12 @@ impl ResponseBody {
             ApiKey::BrokerHeartbeat => {
                 ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse::decode(buf, version)?)
             }
+            ApiKey::DescribeTransactions => ResponseBody::DescribeTransactions(
+                DescribeTransactionsResponse::decode(buf, version)?,
+            ),
+            ApiKey::ListTransactions => {
+                ResponseBody::ListTransactions(ListTransactionsResponse::decode(buf, version)?)
+            }
             ApiKey::AllocateProducerIds => ResponseBody::AllocateProducerIds(
                 AllocateProducerIdsResponse::decode(buf, version)?,
             ),
@@ -1110,6 +1274,11 @@ impl ResponseBody {
             ResponseBody::DeleteRecords(b) => b.encode(out, version),
             ResponseBody::InitProducerId(b) => b.encode(out, version),
             ResponseBody::OffsetForLeaderEpoch(b) => b.encode(out, version),
+            ResponseBody::AddPartitionsToTxn(b) => b.encode(out, version),
+            ResponseBody::AddOffsetsToTxn(b) => b.encode(out, version),
+            ResponseBody::EndTxn(b) => b.encode(out, version),
+            ResponseBody::WriteTxnMarkers(b) => b.encode(out, version),
+            ResponseBody::TxnOffsetCommit(b) => b.encode(out, version),
             ResponseBody::DescribeConfigs(b) => b.encode(out, version),
             ResponseBody::AlterConfigs(b) => b.encode(out, version),
             ResponseBody::AlterReplicaLogDirs(b) => b.encode(out, version),
@@ -1127,6 +1296,8 @@ impl ResponseBody {
             ResponseBody::DescribeProducers(b) => b.encode(out, version),
             ResponseBody::BrokerRegistration(b) => b.encode(out, version),
             ResponseBody::BrokerHeartbeat(b) => b.encode(out, version),
+            ResponseBody::DescribeTransactions(b) => b.encode(out, version),
+            ResponseBody::ListTransactions(b) => b.encode(out, version),
             ResponseBody::AllocateProducerIds(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encode(out, version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encode(out, version),
@@ -1157,6 +1328,11 @@ impl ResponseBody {
             ResponseBody::DeleteRecords(b) => b.encoded_size(version),
             ResponseBody::InitProducerId(b) => b.encoded_size(version),
             ResponseBody::OffsetForLeaderEpoch(b) => b.encoded_size(version),
+            ResponseBody::AddPartitionsToTxn(b) => b.encoded_size(version),
+            ResponseBody::AddOffsetsToTxn(b) => b.encoded_size(version),
+            ResponseBody::EndTxn(b) => b.encoded_size(version),
+            ResponseBody::WriteTxnMarkers(b) => b.encoded_size(version),
+            ResponseBody::TxnOffsetCommit(b) => b.encoded_size(version),
             ResponseBody::DescribeConfigs(b) => b.encoded_size(version),
             ResponseBody::AlterConfigs(b) => b.encoded_size(version),
             ResponseBody::AlterReplicaLogDirs(b) => b.encoded_size(version),
@@ -1174,6 +1350,8 @@ impl ResponseBody {
             ResponseBody::DescribeProducers(b) => b.encoded_size(version),
             ResponseBody::BrokerRegistration(b) => b.encoded_size(version),
             ResponseBody::BrokerHeartbeat(b) => b.encoded_size(version),
+            ResponseBody::DescribeTransactions(b) => b.encoded_size(version),
+            ResponseBody::ListTransactions(b) => b.encoded_size(version),
             ResponseBody::AllocateProducerIds(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupHeartbeat(b) => b.encoded_size(version),
             ResponseBody::ConsumerGroupDescribe(b) => b.encoded_size(version),
@@ -1278,6 +1456,31 @@ impl From<OffsetForLeaderEpochResponse> for ResponseBody {
         ResponseBody::OffsetForLeaderEpoch(b)
     }
 }
+impl From<AddPartitionsToTxnResponse> for ResponseBody {
+    fn from(b: AddPartitionsToTxnResponse) -> Self {
+        ResponseBody::AddPartitionsToTxn(b)
+    }
+}
+impl From<AddOffsetsToTxnResponse> for ResponseBody {
+    fn from(b: AddOffsetsToTxnResponse) -> Self {
+        ResponseBody::AddOffsetsToTxn(b)
+    }
+}
+impl From<EndTxnResponse> for ResponseBody {
+    fn from(b: EndTxnResponse) -> Self {
+        ResponseBody::EndTxn(b)
+    }
+}
+impl From<WriteTxnMarkersResponse> for ResponseBody {
+    fn from(b: WriteTxnMarkersResponse) -> Self {
+        ResponseBody::WriteTxnMarkers(b)
+    }
+}
+impl From<TxnOffsetCommitResponse> for ResponseBody {
+    fn from(b: TxnOffsetCommitResponse) -> Self {
+        ResponseBody::TxnOffsetCommit(b)
+    }
+}
 impl From<DescribeConfigsResponse> for ResponseBody {
     fn from(b: DescribeConfigsResponse) -> Self {
         ResponseBody::DescribeConfigs(b)
@@ -1363,6 +1566,16 @@ impl From<BrokerHeartbeatResponse> for ResponseBody {
         ResponseBody::BrokerHeartbeat(b)
     }
 }
+impl From<DescribeTransactionsResponse> for ResponseBody {
+    fn from(b: DescribeTransactionsResponse) -> Self {
+        ResponseBody::DescribeTransactions(b)
+    }
+}
+impl From<ListTransactionsResponse> for ResponseBody {
+    fn from(b: ListTransactionsResponse) -> Self {
+        ResponseBody::ListTransactions(b)
+    }
+}
 impl From<AllocateProducerIdsResponse> for ResponseBody {
     fn from(b: AllocateProducerIdsResponse) -> Self {
         ResponseBody::AllocateProducerIds(b)
@@ -1446,6 +1659,21 @@ impl crate::Request for InitProducerIdRequest {
 impl crate::Request for OffsetForLeaderEpochRequest {
     type Response = OffsetForLeaderEpochResponse;
 }
+impl crate::Request for AddPartitionsToTxnRequest {
+    type Response = AddPartitionsToTxnResponse;
+}
+impl crate::Request for AddOffsetsToTxnRequest {
+    type Response = AddOffsetsToTxnResponse;
+}
+impl crate::Request for EndTxnRequest {
+    type Response = EndTxnResponse;
+}
+impl crate::Request for WriteTxnMarkersRequest {
+    type Response = WriteTxnMarkersResponse;
+}
+impl crate::Request for TxnOffsetCommitRequest {
+    type Response = TxnOffsetCommitResponse;
+}
 impl crate::Request for DescribeConfigsRequest {
     type Response = DescribeConfigsResponse;
 }
@@ -1496,6 +1724,12 @@ impl crate::Request for BrokerRegistrationRequest {
 }
 impl crate::Request for BrokerHeartbeatRequest {
     type Response = BrokerHeartbeatResponse;
+}
+impl crate::Request for DescribeTransactionsRequest {
+    type Response = DescribeTransactionsResponse;
+}
+impl crate::Request for ListTransactionsRequest {
+    type Response = ListTransactionsResponse;
 }
 impl crate::Request for AllocateProducerIdsRequest {
     type Response = AllocateProducerIdsResponse;

@@ -2815,6 +2815,377 @@ impl Random for AllocateProducerIdsResponse {
     }
 }
 
+impl Random for AddPartitionsToTxnRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        if version >= 4 {
+            this.transactions = rng.vec(|rng| AddPartitionsToTxnTransaction::random(rng, version));
+        }
+        if version <= 3 {
+            this.v3_and_below_transactional_id = rng.string();
+        }
+        if version <= 3 {
+            this.v3_and_below_producer_id = rng.i64();
+        }
+        if version <= 3 {
+            this.v3_and_below_producer_epoch = rng.i16();
+        }
+        if version <= 3 {
+            this.v3_and_below_topics = rng.vec(|rng| AddPartitionsToTxnTopic::random(rng, version));
+        }
+
+        this
+    }
+}
+
+impl Random for AddPartitionsToTxnTransaction {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.transactional_id = rng.string();
+        this.producer_id = rng.i64();
+        this.producer_epoch = rng.i16();
+        this.verify_only = rng.bool();
+        this.topics = rng.vec(|rng| AddPartitionsToTxnTopic::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AddPartitionsToTxnTopic {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for AddPartitionsToTxnResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        if version >= 4 {
+            this.error_code = rng.i16();
+        }
+        if version >= 4 {
+            this.results_by_transaction =
+                rng.vec(|rng| AddPartitionsToTxnResult::random(rng, version));
+        }
+        if version <= 3 {
+            this.results_by_topic_v3_and_below =
+                rng.vec(|rng| AddPartitionsToTxnTopicResult::random(rng, version));
+        }
+
+        this
+    }
+}
+
+impl Random for AddPartitionsToTxnResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.transactional_id = rng.string();
+        this.topic_results = rng.vec(|rng| AddPartitionsToTxnTopicResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AddPartitionsToTxnTopicResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.results_by_partition =
+            rng.vec(|rng| AddPartitionsToTxnPartitionResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AddPartitionsToTxnPartitionResult {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.partition_error_code = rng.i16();
+
+        this
+    }
+}
+
+impl Random for AddOffsetsToTxnRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.transactional_id = rng.string();
+        this.producer_id = rng.i64();
+        this.producer_epoch = rng.i16();
+        this.group_id = rng.string();
+
+        this
+    }
+}
+
+impl Random for AddOffsetsToTxnResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+
+        this
+    }
+}
+
+impl Random for EndTxnRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.transactional_id = rng.string();
+        this.producer_id = rng.i64();
+        this.producer_epoch = rng.i16();
+        this.committed = rng.bool();
+
+        this
+    }
+}
+
+impl Random for EndTxnResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+
+        this
+    }
+}
+
+impl Random for WriteTxnMarkersRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.markers = rng.vec(|rng| WritableTxnMarker::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for WritableTxnMarker {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.producer_id = rng.i64();
+        this.producer_epoch = rng.i16();
+        this.transaction_result = rng.bool();
+        this.topics = rng.vec(|rng| WritableTxnMarkerTopic::random(rng, version));
+        this.coordinator_epoch = rng.i32();
+
+        this
+    }
+}
+
+impl Random for WritableTxnMarkerTopic {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partition_indexes = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for WriteTxnMarkersResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.markers = rng.vec(|rng| WritableTxnMarkerResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for WritableTxnMarkerResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.producer_id = rng.i64();
+        this.topics = rng.vec(|rng| WritableTxnMarkerTopicResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for WritableTxnMarkerTopicResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.vec(|rng| WritableTxnMarkerPartitionResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for WritableTxnMarkerPartitionResult {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.error_code = rng.i16();
+
+        this
+    }
+}
+
+impl Random for TxnOffsetCommitRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.transactional_id = rng.string();
+        this.group_id = rng.string();
+        this.producer_id = rng.i64();
+        this.producer_epoch = rng.i16();
+        if version >= 3 {
+            this.generation_id = rng.i32();
+        }
+        if version >= 3 {
+            this.member_id = rng.string();
+        }
+        if version >= 3 {
+            this.group_instance_id = rng.maybe(true, |rng| rng.string());
+        }
+        this.topics = rng.vec(|rng| TxnOffsetCommitRequestTopic::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for TxnOffsetCommitRequestTopic {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.vec(|rng| TxnOffsetCommitRequestPartition::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for TxnOffsetCommitRequestPartition {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.committed_offset = rng.i64();
+        if version >= 2 {
+            this.committed_leader_epoch = rng.i32();
+        }
+        this.committed_metadata = rng.maybe(true, |rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for TxnOffsetCommitResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.topics = rng.vec(|rng| TxnOffsetCommitResponseTopic::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for TxnOffsetCommitResponseTopic {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.partitions = rng.vec(|rng| TxnOffsetCommitResponsePartition::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for TxnOffsetCommitResponsePartition {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.partition_index = rng.i32();
+        this.error_code = rng.i16();
+
+        this
+    }
+}
+
+impl Random for DescribeTransactionsRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.transactional_ids = rng.long_vec(|rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for DescribeTransactionsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.transaction_states =
+            rng.vec(|rng| DescribeTransactionsResponseTransactionState::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeTransactionsResponseTransactionState {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.transactional_id = rng.string();
+        this.transaction_state = rng.string();
+        this.transaction_timeout_ms = rng.i32();
+        this.transaction_start_time_ms = rng.i64();
+        this.producer_id = rng.i64();
+        this.producer_epoch = rng.i16();
+        this.topics = rng.vec(|rng| DescribeTransactionsResponseTopicData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeTransactionsResponseTopicData {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.topic = rng.string();
+        this.partitions = rng.long_vec(|rng| rng.i32());
+
+        this
+    }
+}
+
+impl Random for ListTransactionsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.state_filters = rng.long_vec(|rng| rng.string());
+        this.producer_id_filters = rng.long_vec(|rng| rng.i64());
+        if version == 1 {
+            this.duration_filter = rng.i64();
+        }
+
+        this
+    }
+}
+
+impl Random for ListTransactionsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.unknown_state_filters = rng.long_vec(|rng| rng.string());
+        this.transaction_states =
+            rng.vec(|rng| ListTransactionsResponseTransactionState::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ListTransactionsResponseTransactionState {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.transactional_id = rng.string();
+        this.producer_id = rng.i64();
+        this.transaction_state = rng.string();
+
+        this
+    }
+}
+
 impl Random for RequestHeader {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
@@ -3523,6 +3894,25 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
         ApiKey::AllocateProducerIds => {
             RequestBody::AllocateProducerIds(AllocateProducerIdsRequest::random(rng, version))
         }
+        ApiKey::AddPartitionsToTxn => {
+            RequestBody::AddPartitionsToTxn(AddPartitionsToTxnRequest::random(rng, version))
+        }
+        ApiKey::AddOffsetsToTxn => {
+            RequestBody::AddOffsetsToTxn(AddOffsetsToTxnRequest::random(rng, version))
+        }
+        ApiKey::EndTxn => RequestBody::EndTxn(EndTxnRequest::random(rng, version)),
+        ApiKey::WriteTxnMarkers => {
+            RequestBody::WriteTxnMarkers(WriteTxnMarkersRequest::random(rng, version))
+        }
+        ApiKey::TxnOffsetCommit => {
+            RequestBody::TxnOffsetCommit(TxnOffsetCommitRequest::random(rng, version))
+        }
+        ApiKey::DescribeTransactions => {
+            RequestBody::DescribeTransactions(DescribeTransactionsRequest::random(rng, version))
+        }
+        ApiKey::ListTransactions => {
+            RequestBody::ListTransactions(ListTransactionsRequest::random(rng, version))
+        }
     }
 }
 
@@ -3629,6 +4019,25 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
         }
         ApiKey::AllocateProducerIds => {
             ResponseBody::AllocateProducerIds(AllocateProducerIdsResponse::random(rng, version))
+        }
+        ApiKey::AddPartitionsToTxn => {
+            ResponseBody::AddPartitionsToTxn(AddPartitionsToTxnResponse::random(rng, version))
+        }
+        ApiKey::AddOffsetsToTxn => {
+            ResponseBody::AddOffsetsToTxn(AddOffsetsToTxnResponse::random(rng, version))
+        }
+        ApiKey::EndTxn => ResponseBody::EndTxn(EndTxnResponse::random(rng, version)),
+        ApiKey::WriteTxnMarkers => {
+            ResponseBody::WriteTxnMarkers(WriteTxnMarkersResponse::random(rng, version))
+        }
+        ApiKey::TxnOffsetCommit => {
+            ResponseBody::TxnOffsetCommit(TxnOffsetCommitResponse::random(rng, version))
+        }
+        ApiKey::DescribeTransactions => {
+            ResponseBody::DescribeTransactions(DescribeTransactionsResponse::random(rng, version))
+        }
+        ApiKey::ListTransactions => {
+            ResponseBody::ListTransactions(ListTransactionsResponse::random(rng, version))
         }
     }
 }
