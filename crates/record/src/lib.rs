@@ -25,6 +25,7 @@
 mod batch;
 mod builder;
 mod compression;
+pub mod control;
 pub mod crc;
 mod error;
 mod lz4;
@@ -38,6 +39,7 @@ pub use batch::{
 };
 pub use builder::{BatchBuilder, BatchOptions, recompress, reencode};
 pub use compression::{Compression, compress, decompress};
+pub use control::{ControlType, EndTxnMarker, build_end_txn_marker, parse_end_txn_marker};
 pub use crc::{crc32c, crc32c_parts};
 pub use error::RecordError;
 pub use record::{Header, Record, RecordIter, records};

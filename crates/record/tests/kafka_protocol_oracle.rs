@@ -151,3 +151,57 @@ proptest! {
         }
     }
 }
+
+/// An end-transaction marker built by us is byte-identical to the same control batch encoded
+/// by kafka-protocol (key `0 | type`, value `0 | coordinator epoch` as Kafka's
+/// `EndTransactionMarker`), and kafka-protocol decodes ours as a transactional control record.
+#[test]
+fn end_txn_marker_matches_kafka_protocol() {
+    use kafka_protocol::messages::EndTxnMarker as KpMarker;
+    use kafka_protocol::protocol::Encodable;
+    use skiff_record::{ControlType, build_end_txn_marker};
+    for (t, type_id, epoch) in [
+        (ControlType::Abort, 0i16, 0i32),
+        (ControlType::Commit, 1, 77),
+    ] {
+        let ours = build_end_txn_marker(4_242, 5, epoch, t, 1_700_000_000_123).unwrap();
+        let mut value = BytesMut::new();
+        value.extend_from_slice(&0i16.to_be_bytes());
+        KpMarker::default()
+            .with_coordinator_epoch(epoch)
+            .encode(&mut value, 0)
+            .unwrap();
+        let mut key = Vec::new();
+        key.extend_from_slice(&0i16.to_be_bytes());
+        key.extend_from_slice(&type_id.to_be_bytes());
+        let rec = kp::Record {
+            transactional: true,
+            control: true,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: 4_242,
+            producer_epoch: 5,
+            timestamp_type: kp::TimestampType::Creation,
+            offset: 0,
+            sequence: -1,
+            timestamp: 1_700_000_000_123,
+            key: Some(Bytes::from(key)),
+            value: Some(value.freeze()),
+            headers: IndexMap::new(),
+        };
+        let mut theirs = BytesMut::new();
+        kp::RecordBatchEncoder::encode(
+            &mut theirs,
+            &[rec],
+            &kp::RecordEncodeOptions {
+                version: 2,
+                compression: kp::Compression::None,
+            },
+        )
+        .unwrap();
+        assert_eq!(ours, theirs.to_vec(), "{t:?}");
+        let mut buf = Bytes::from(ours);
+        let set = kp::RecordBatchDecoder::decode(&mut buf).unwrap();
+        assert!(set.records[0].control && set.records[0].transactional);
+    }
+}

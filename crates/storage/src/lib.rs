@@ -9,6 +9,9 @@
 //! Small checkpoint files (recovery point, log start offset, high watermark, leader epochs) are
 //! replaced atomically. Idempotent-producer state (last sequences per producer id) lives in
 //! memory and in `<offset>.snapshot` files written on roll and close (see [`producer_state`]).
+//! Transactions (KIP-98): markers close producers' transactions, the first unstable offset
+//! bounds READ_COMMITTED reads, and each segment's `.txnindex` lists its aborted transactions
+//! ([`log::txn`], [`segment::txn_index`]).
 //! This crate knows nothing of replicas, brokers or requests: callers pass the high watermark
 //! and `now` in.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -42,10 +45,12 @@ mod log_tests;
 pub use config::{CompactionStrategy, LogConfig, TopicCompression};
 pub use delivery::DeliveryStatus;
 pub use error::StorageError;
-pub use log::{AppendInfo, LoadReport, Log, LogOpenOptions};
+pub use log::{AbortedTxnRef, AppendInfo, LoadReport, Log, LogOpenOptions};
 pub use log_manager::{LogManager, LogManagerConfig, SharedLog};
 pub use producer_state::{
-    Check, DuplicateBatch, ProducerEntrySnapshot, ProducerError, ProducerStateManager,
+    Check, CompletedTxn, DuplicateBatch, OpenTxn, ProducerEntrySnapshot, ProducerError,
+    ProducerStateManager,
 };
 pub use read::{ReadResult, TimestampOffset};
 pub use segment::FileSlice;
+pub use segment::txn_index::AbortedTxn;

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skiff_record::{BATCH_HEADER_BYTES, BatchView};
+use skiff_record::EndTxnMarker;
 use skiff_types::TopicPartition;
 
 use crate::config::LogConfig;
@@ -36,7 +36,12 @@ use crate::sync::SyncState;
 use crate::validate::ValidatedBatch;
 
 mod flush;
+mod header;
+pub mod txn;
 pub use flush::FlushPlan;
+use header::header_of;
+pub(crate) use header::{rebased, validated_header};
+pub use txn::AbortedTxnRef;
 
 /// Name of the leader-epoch checkpoint inside a partition directory.
 pub const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
@@ -227,6 +232,10 @@ impl Log {
     /// backwards except by truncation.
     pub fn set_high_watermark(&mut self, hw: i64) {
         self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset);
+        // transactions: completed ones whose marker the HW passed are stable now
+        self.producers
+            .state
+            .on_high_watermark_updated(self.high_watermark);
     }
 
     /// Appends a validated client batch as leader: assigns `baseOffset = log end offset` and
@@ -241,6 +250,7 @@ impl Log {
         now_ms: i64,
     ) -> Result<AppendInfo> {
         let header = header_of(batch)?;
+        let marker = self.check_leader_marker(&header, batch)?; // transactions (issue 18)
         if let Check::Duplicate(d) = self.check_producer_header(&header)? {
             return Ok(self.duplicate(&d, header.records_count));
         }
@@ -248,7 +258,7 @@ impl Log {
         skiff_record::set_base_offset(batch, base);
         skiff_record::set_partition_leader_epoch(batch, leader_epoch);
         let header = rebased(&header, base, leader_epoch)?;
-        self.append_split(&header, batch, &[], now_ms)
+        self.append_split(&header, batch, &[], marker.as_ref(), now_ms)
     }
 
     /// [`Log::append_as_leader`] for the output of
@@ -271,7 +281,7 @@ impl Log {
         skiff_record::set_base_offset(&mut bytes, base);
         skiff_record::set_partition_leader_epoch(&mut bytes, leader_epoch);
         let header = rebased(&header, base, leader_epoch)?;
-        let info = self.append_split(&header, &bytes, body, now_ms)?;
+        let info = self.append_split(&header, &bytes, body, None, now_ms)?;
         // delivery delay (issue 8)
         if let Some(due) = batch.deliver_after_ms {
             self.record_delayed_batch(&info, due)?;
@@ -301,19 +311,22 @@ impl Log {
     ) -> Result<AppendInfo> {
         let header = header_of(batch)?;
         let due = self.follower_delivery_due(batch, now_ms); // delivery delay (issue 8)
-        let info = self.append_split(&header, batch, &[], now_ms)?;
+        let marker = self.follower_marker(&header, batch); // transactions (issue 18)
+        let info = self.append_split(&header, batch, &[], marker.as_ref(), now_ms)?;
         if let Some(due) = due {
             self.record_delayed_batch(&info, due)?;
         }
         Ok(info)
     }
 
-    /// Appends the batch `head ++ tail` described by `header` (offsets assigned).
+    /// Appends the batch `head ++ tail` described by `header` (offsets assigned); `marker` is
+    /// a control batch's parsed transaction marker.
     fn append_split(
         &mut self,
         header: &BatchHeader,
         head: &[u8],
         tail: &[u8],
+        marker: Option<&EndTxnMarker>,
         now_ms: i64,
     ) -> Result<AppendInfo> {
         let size = head.len() + tail.len();
@@ -327,7 +340,7 @@ impl Log {
         )?;
         self.active_mut()
             .append_split(head, tail, header.last_offset, header.max_timestamp)?;
-        let info = self.finish_append(header, size)?;
+        let info = self.finish_append_marker(header, size, marker)?;
         self.publish_log_end();
         Ok(info)
     }
@@ -357,6 +370,17 @@ impl Log {
         header: &BatchHeader,
         size: usize,
     ) -> Result<AppendInfo> {
+        self.finish_append_marker(header, size, None)
+    }
+
+    /// [`Self::finish_append`] of a batch whose transaction marker (if a control batch) was
+    /// parsed already.
+    pub(crate) fn finish_append_marker(
+        &mut self,
+        header: &BatchHeader,
+        size: usize,
+        marker: Option<&EndTxnMarker>,
+    ) -> Result<AppendInfo> {
         let base = header.base_offset;
         let last = header.last_offset;
         // LogAppendTime batches carry the append time in maxTimestamp, CreateTime ones the
@@ -370,7 +394,7 @@ impl Log {
                 .at(&self.dir.join(LEADER_EPOCH_FILE))?;
         }
         self.log_end_offset = last + 1;
-        self.record_producer_batch(header, base, last);
+        self.record_producer_batch(header, base, last, marker)?;
         let records = header.records_count.max(0);
         self.unflushed_messages += i64::from(records);
         let durable = self.config.is_durable();
@@ -604,6 +628,10 @@ impl Log {
         now_ms: i64,
         max_removable_offset: i64,
     ) -> Result<usize> {
+        // transactions (issue 18): never past the first unstable offset
+        let max_removable_offset = self
+            .first_unstable_offset()
+            .map_or(max_removable_offset, |f| f.min(max_removable_offset));
         let facts = self.segment_facts();
         let decision = retention::decide(
             &facts,
@@ -713,70 +741,6 @@ pub enum DeleteRecordsError {
     OffsetOutOfRange { offset: i64, high_watermark: i64 },
     #[error(transparent)]
     Storage(StorageError),
-}
-
-/// Byte offset of the magic byte in a batch header.
-const MAGIC_AT: usize = skiff_record::layout::MAGIC;
-
-/// The header of a validated batch (`header` + a `body_len`-byte records section), checked
-/// to describe exactly that many bytes.
-pub(crate) fn validated_header(
-    header: &[u8; BATCH_HEADER_BYTES],
-    body_len: usize,
-) -> Result<BatchHeader> {
-    BatchHeader::parse(0, header)
-        .filter(|h| h.size as usize == BATCH_HEADER_BYTES + body_len)
-        .filter(|_| header[MAGIC_AT] as i8 == skiff_record::MAGIC_V2)
-        .ok_or_else(|| {
-            StorageError::InvalidArgument(format!(
-                "append of an invalid batch: header and {body_len} byte body disagree"
-            ))
-        })
-}
-
-/// The header fields of one whole batch (framing checked by `BatchView::new`).
-fn header_of(batch: &[u8]) -> Result<BatchHeader> {
-    let view = BatchView::new(batch)
-        .map_err(|e| StorageError::InvalidArgument(format!("append of an invalid batch: {e}")))?;
-    let base_offset = view.base_offset();
-    let last_offset = base_offset
-        .checked_add(i64::from(view.last_offset_delta()))
-        .ok_or_else(|| {
-            StorageError::InvalidArgument(format!(
-                "append of an invalid batch: base offset {base_offset} + last offset delta {} \
-                 overflows",
-                view.last_offset_delta()
-            ))
-        })?;
-    Ok(BatchHeader {
-        position: 0,
-        size: u32::try_from(view.size()).unwrap_or(u32::MAX),
-        base_offset,
-        last_offset,
-        partition_leader_epoch: view.partition_leader_epoch(),
-        max_timestamp: view.max_timestamp(),
-        attributes: view.attributes(),
-        producer_id: view.producer_id(),
-        producer_epoch: view.producer_epoch(),
-        base_sequence: view.base_sequence(),
-        records_count: view.records_count(),
-    })
-}
-
-/// `header` after the leader stamped `base` and `epoch` into it.
-pub(crate) fn rebased(header: &BatchHeader, base: i64, epoch: i32) -> Result<BatchHeader> {
-    let delta = header.last_offset.wrapping_sub(header.base_offset);
-    let last_offset = base.checked_add(delta).ok_or_else(|| {
-        StorageError::InvalidArgument(format!(
-            "batch of {delta} offsets does not fit after offset {base}"
-        ))
-    })?;
-    Ok(BatchHeader {
-        base_offset: base,
-        last_offset,
-        partition_leader_epoch: epoch,
-        ..*header
-    })
 }
 
 pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {

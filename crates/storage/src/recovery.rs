@@ -38,6 +38,7 @@ use crate::integrity::{Integrity, corrupt_file};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{LEADER_EPOCH_FILE, LoadReport, Log, LogOpenOptions, remove_files};
 use crate::producer_state::partition::PartitionProducers;
+use crate::segment::txn_index::TXN_INDEX_SUFFIX;
 use crate::segment::{
     DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, parse_base_offset,
     segment_file,
@@ -76,6 +77,7 @@ impl Log {
                 .or_else(|| parse_base_offset(&name, TIME_INDEX_SUFFIX))
                 // delivery delay (issue 8)
                 .or_else(|| parse_base_offset(&name, DELIVER_AFTER_SUFFIX))
+                .or_else(|| parse_base_offset(&name, TXN_INDEX_SUFFIX))
             {
                 index_files.push((base, entry.path()));
             }
@@ -329,6 +331,8 @@ pub(crate) fn recover_segment(
     // Rebuild into full-size index files; load trims them again if the segment is not active.
     seg.make_active(max_index_bytes)?;
     seg.reset_indexes();
+    // transactions: re-derived by the producer-state load's replay
+    seg.txn_index_mut().mark_for_rebuild();
     let path = seg.log_path().to_path_buf();
     let outcome = verify_segment(&file, base, size, next_base, |h| {
         if h.partition_leader_epoch >= 0

@@ -280,6 +280,12 @@ impl Log {
             cleaned.discard();
             return Ok(false);
         }
+        // transactions (issue 18): a cleaned segment without its own `.txnindex` entries takes
+        // the replaced segments' (their data is kept or the entries are harmless).
+        if let Err(e) = self.carry_txn_index(&mut cleaned, replaced) {
+            cleaned.discard();
+            return Err(e);
+        }
         let dir = self.dir.clone();
         if let Err(e) = cleaned
             .seg
@@ -316,6 +322,28 @@ impl Log {
         self.segments.insert(seg.base_offset(), seg);
         hook(SwapStep::Done);
         Ok(true)
+    }
+}
+
+impl Log {
+    /// Copies the replaced segments' aborted transactions into `cleaned`'s (fsynced) index
+    /// unless the cleaner wrote entries itself.
+    fn carry_txn_index(&self, cleaned: &mut CleanedSegment, replaced: &[SegmentRef]) -> Result<()> {
+        if !cleaned.seg.txn_index().entries().is_empty() {
+            return Ok(());
+        }
+        let carried: Vec<_> = replaced
+            .iter()
+            .filter_map(|r| self.segments.get(&r.base_offset))
+            .flat_map(|s| s.txn_index().entries().iter().copied())
+            .collect();
+        if carried.is_empty() {
+            return Ok(());
+        }
+        let idx = cleaned.seg.txn_index_mut();
+        idx.rewrite(carried)
+            .and_then(|()| idx.flush())
+            .at(idx.path())
     }
 }
 

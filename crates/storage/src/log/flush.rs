@@ -58,6 +58,7 @@ impl Log {
                 // delivery delay (issue 8); a missing file is skipped by `execute`
                 plan.index_paths
                     .push(seg.deliver_after().path().to_path_buf());
+                plan.index_paths.push(seg.txn_index().path().to_path_buf());
             }
         }
         Some(plan)

@@ -3,8 +3,8 @@
 //! Mental model (Kafka 2.5+ `ProducerStateManager` / `ProducerAppendInfo`): for every producer id
 //! that wrote to this partition we remember its epoch, the sequence ranges and offsets of its
 //! last [`NUM_BATCHES_TO_RETAIN`] batches, its last timestamp, and the transactional fields
-//! (coordinator epoch, first offset of the open transaction; carried only, transactions are a
-//! later issue). A leader asks [`ProducerStateManager::check`] *before* assigning offsets:
+//! (coordinator epoch, first offset of the open transaction; transactions in [`txn`]). A leader
+//! asks [`ProducerStateManager::check`] *before* assigning offsets:
 //!
 //! | incoming batch (producer id >= 0)              | answer                                  |
 //! |------------------------------------------------|-----------------------------------------|
@@ -13,6 +13,7 @@
 //! | same epoch, same (first, last) seq as one of the last 5 | duplicate: the original offsets |
 //! | epoch below the entry's                        | INVALID_PRODUCER_EPOCH (47)             |
 //! | epoch above the entry's                        | append iff first sequence is 0, else 45 |
+//! | non-transactional while a transaction is open  | INVALID_TXN_STATE (48)                  |
 //! | same epoch                                     | append iff first = last + 1 (i32 wraps to 0), else 45 |
 //!
 //! After an append, [`ProducerStateManager::update`] records the batch (followers and log replay
@@ -32,13 +33,15 @@
 
 pub mod partition;
 pub mod snapshot;
+pub mod txn;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use skiff_record::BatchView;
 use skiff_types::ErrorCode;
 
 use crate::segment::scan::BatchHeader;
+pub use txn::{CompletedTxn, OpenTxn};
 
 /// How many of a producer's batches are remembered for deduplication (Kafka, and the
 /// producer's `max.in.flight.requests.per.connection` limit with idempotence).
@@ -158,6 +161,10 @@ pub struct ProducerEntry {
     pub last_timestamp: i64,
     /// First offset of the producer's open transaction.
     pub current_txn_first_offset: Option<i64>,
+    /// Offset of the last transaction marker applied (in memory only; after a snapshot load
+    /// a producer that ever saw a marker is assumed to have one just below the snapshot, so a
+    /// truncation below it rebuilds the state instead of guessing).
+    pub last_marker_offset: Option<i64>,
 }
 
 impl ProducerEntry {
@@ -170,6 +177,7 @@ impl ProducerEntry {
             coordinator_epoch: -1,
             last_timestamp: -1,
             current_txn_first_offset: None,
+            last_marker_offset: None,
         }
     }
 
@@ -262,15 +270,35 @@ pub enum ProducerError {
         producer_id: i64,
         base_sequence: i32,
     },
+    #[error(
+        "expected transactional write from producer {producer_id}: its transaction is open since offset {txn_first_offset}"
+    )]
+    InvalidTxnState {
+        producer_id: i64,
+        txn_first_offset: i64,
+    },
+    #[error(
+        "transaction marker for producer {producer_id} has coordinator epoch {coordinator_epoch}, below the last seen {current_coordinator_epoch}"
+    )]
+    TransactionCoordinatorFenced {
+        producer_id: i64,
+        coordinator_epoch: i32,
+        current_coordinator_epoch: i32,
+    },
 }
 
 impl ProducerError {
-    /// OUT_OF_ORDER_SEQUENCE_NUMBER (45), INVALID_PRODUCER_EPOCH (47) or INVALID_RECORD (87).
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER (45), INVALID_PRODUCER_EPOCH (47), INVALID_TXN_STATE (48),
+    /// TRANSACTION_COORDINATOR_FENCED (52) or INVALID_RECORD (87).
     pub fn error_code(&self) -> ErrorCode {
         match self {
             ProducerError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             ProducerError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             ProducerError::InvalidRecord { .. } => ErrorCode::InvalidRecord,
+            ProducerError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            ProducerError::TransactionCoordinatorFenced { .. } => {
+                ErrorCode::TransactionCoordinatorFenced
+            }
         }
     }
 }
@@ -297,6 +325,12 @@ pub struct ProducerStateManager {
     /// replayed or appended batches); expiry and truncation never lower it (issue 12 item 10:
     /// the broker never hands out an id at or below it again).
     max_producer_id: Option<i64>,
+    /// Open transactions: first offset -> producer id (derived from the entries'
+    /// `current_txn_first_offset`, kept in step by every mutation).
+    ongoing: BTreeMap<i64, i64>,
+    /// Completed transactions whose marker the high watermark has not passed yet, by first
+    /// offset (Kafka's `unreplicatedTxns`): still unstable for READ_COMMITTED readers.
+    unreplicated: BTreeMap<i64, CompletedTxn>,
 }
 
 impl ProducerStateManager {
@@ -306,6 +340,8 @@ impl ProducerStateManager {
             producers: HashMap::new(),
             map_end_offset,
             max_producer_id: None,
+            ongoing: BTreeMap::new(),
+            unreplicated: BTreeMap::new(),
         }
     }
 
@@ -317,14 +353,23 @@ impl ProducerStateManager {
         let producers: HashMap<i64, ProducerEntry> = entries
             .into_iter()
             .filter(|e| e.producer_id >= 0)
-            .map(|e| (e.producer_id, e))
+            .map(|mut e| {
+                if e.coordinator_epoch >= 0 && e.last_marker_offset.is_none() {
+                    e.last_marker_offset = Some(map_end_offset - 1);
+                }
+                (e.producer_id, e)
+            })
             .collect();
         let max_producer_id = producers.keys().copied().max();
-        Self {
+        let mut s = Self {
             producers,
             map_end_offset,
             max_producer_id,
-        }
+            ongoing: BTreeMap::new(),
+            unreplicated: BTreeMap::new(),
+        };
+        s.reindex_ongoing();
+        s
     }
 
     /// The largest producer id seen since this state was built (see the field), `None` if
@@ -406,6 +451,14 @@ impl ProducerStateManager {
                 current_epoch: entry.epoch,
             });
         }
+        if let Some(first) = entry.current_txn_first_offset
+            && !batch.is_transactional
+        {
+            return Err(ProducerError::InvalidTxnState {
+                producer_id: batch.producer_id,
+                txn_first_offset: first,
+            });
+        }
         let out_of_order = |expected| ProducerError::OutOfOrderSequence {
             producer_id: batch.producer_id,
             epoch: batch.producer_epoch,
@@ -433,10 +486,13 @@ impl ProducerStateManager {
 
     /// Records a batch appended at `[first_offset, last_offset]` (leader after [`Self::check`],
     /// follower, log replay). Batches without a producer id only move `map_end_offset`.
-    /// Control batches (transaction markers) bump the epoch, close the open transaction and
-    /// refresh the timestamp; their coordinator epoch lives in the record body and is applied by
-    /// the transactions work later.
+    /// Control batches go to [`Self::update_marker`] without a parsed marker (callers that
+    /// have the batch body call it themselves).
     pub fn update(&mut self, batch: &ProducerBatch, first_offset: i64, last_offset: i64) {
+        if batch.is_control {
+            self.update_marker(batch, None, last_offset);
+            return;
+        }
         self.map_end_offset = self.map_end_offset.max(last_offset.saturating_add(1));
         if !batch.has_producer_id() {
             return;
@@ -448,10 +504,6 @@ impl ProducerStateManager {
             .or_insert_with(|| ProducerEntry::empty(batch.producer_id));
         entry.bump_epoch(batch.producer_epoch);
         entry.last_timestamp = batch.max_timestamp;
-        if batch.is_control {
-            entry.current_txn_first_offset = None;
-            return;
-        }
         let offset_delta = i32::try_from(last_offset - first_offset).unwrap_or(i32::MAX);
         entry.push(BatchMetadata {
             first_seq: batch.base_sequence,
@@ -462,6 +514,7 @@ impl ProducerStateManager {
         });
         if batch.is_transactional && entry.current_txn_first_offset.is_none() {
             entry.current_txn_first_offset = Some(first_offset);
+            self.ongoing.insert(first_offset, batch.producer_id);
         }
     }
 
@@ -474,8 +527,14 @@ impl ProducerStateManager {
             return true;
         }
         self.map_end_offset = offset;
-        let mut exact = true;
+        // A cut marker reopens its transaction: only a rebuild knows the transaction's start.
+        let mut exact = !self.unreplicated.values().any(|t| t.last_offset >= offset);
+        self.unreplicated.retain(|_, t| t.last_offset < offset);
         self.producers.retain(|_, e| {
+            if e.last_marker_offset.is_some_and(|o| o >= offset) {
+                exact = false;
+                e.last_marker_offset = None;
+            }
             let txn_above = e.current_txn_first_offset.is_some_and(|o| o >= offset);
             let before = e.batches.len();
             while e.batches.back().is_some_and(|b| b.last_offset >= offset) {
@@ -500,6 +559,7 @@ impl ProducerStateManager {
                 }
             }
         });
+        self.reindex_ongoing();
         exact
     }
 
@@ -512,6 +572,8 @@ impl ProducerStateManager {
     /// Clears everything; the log restarts empty at `offset`.
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) {
         self.producers.clear();
+        self.ongoing.clear();
+        self.unreplicated.clear();
         self.map_end_offset = offset;
     }
 

@@ -18,13 +18,15 @@
 //!
 //! Not synchronised: lives inside `Log`, which its owner keeps behind a mutex.
 
-use skiff_record::BatchView;
+use skiff_record::{BatchView, EndTxnMarker};
 
 use super::snapshot::SnapshotFiles;
 use super::{Check, ProducerBatch, ProducerEntrySnapshot, ProducerStateManager};
 use crate::error::{IoContext, Result, StorageError};
 use crate::log::Log;
+use crate::log::txn::{is_marker, read_marker};
 use crate::segment::scan::BatchHeader;
+use crate::segment::txn_index::AbortedTxn;
 
 /// The producer state of one partition and its snapshot files.
 #[derive(Debug, Default)]
@@ -80,11 +82,22 @@ impl Log {
             .check(&ProducerBatch::from_header(header))?)
     }
 
-    /// Records a batch just appended at `[base, last]`.
-    pub(crate) fn record_producer_batch(&mut self, header: &BatchHeader, base: i64, last: i64) {
+    /// Records a batch just appended at `[base, last]` (a control batch with its parsed
+    /// transaction marker, see [`crate::log::txn`]).
+    pub(crate) fn record_producer_batch(
+        &mut self,
+        header: &BatchHeader,
+        base: i64,
+        last: i64,
+        marker: Option<&EndTxnMarker>,
+    ) -> Result<()> {
+        if header.is_control() {
+            return self.record_marker(header, last, marker);
+        }
         self.producers
             .state
             .update(&ProducerBatch::from_header(header), base, last);
+        Ok(())
     }
 
     /// After a roll to `new_base`: the state reflects the log up to there; snapshot it.
@@ -138,22 +151,33 @@ impl Log {
         self.producers.snapshots.delete_below(start);
     }
 
-    /// Rebuilds the state on open, after recovery: newest valid snapshot plus a replay.
+    /// Rebuilds the state on open, after recovery: newest valid snapshot plus a replay. When
+    /// some segment's `.txnindex` must be rebuilt (missing, damaged, re-validated), the replay
+    /// starts from a snapshot at or below that segment's base, and re-derives its entries.
     pub(crate) fn load_producer_state(&mut self, clean_shutdown: bool) -> Result<()> {
         let (start, end) = (self.log_start_offset, self.log_end_offset);
         let mut snapshots = SnapshotFiles::scan(&self.dir).at(&self.dir)?;
-        let skip_replay = clean_shutdown && snapshots.latest_offset().is_none();
+        let rebuild_from = self.txn_index_rebuild_from()?;
+        let skip_replay =
+            clean_shutdown && snapshots.latest_offset().is_none() && rebuild_from.is_none();
         snapshots.delete_above(end);
         snapshots.delete_below(start);
         let state = if skip_replay {
             ProducerStateManager::new(end)
         } else {
             snapshots
-                .load_latest(end)
+                .load_latest(rebuild_from.unwrap_or(end).min(end))
+                .filter(|s| s.map_end_offset() >= start)
                 .unwrap_or_else(|| ProducerStateManager::new(start))
         };
+        if let Some(from) = rebuild_from {
+            tracing::info!(tp = %self.tp, from, replay_from = state.map_end_offset(), "rebuilding transaction indexes");
+        }
         self.producers = PartitionProducers { state, snapshots };
         let replayed = self.replay_producer_batches()?;
+        self.finish_txn_index_rebuild()?;
+        let hw = self.high_watermark;
+        self.producers.state.on_high_watermark_updated(hw);
         tracing::debug!(tp = %self.tp, replayed, producers = self.producers.state.len(), "loaded producer state");
         // Like Kafka: snapshot the rebuilt state if it reaches past the newest snapshot.
         if self.producers.snapshots.latest_offset().unwrap_or(0) < end {
@@ -162,8 +186,39 @@ impl Log {
         Ok(())
     }
 
-    /// Applies every batch from the state's offset to the log end (no checks). Returns the
-    /// number of batches applied.
+    /// The base of the first non-empty segment whose `.txnindex` must be rebuilt; empty
+    /// segments' indexes are rewritten empty at once.
+    fn txn_index_rebuild_from(&mut self) -> Result<Option<i64>> {
+        let mut from = None;
+        for seg in self.segments.values_mut() {
+            if !seg.txn_index().needs_rebuild() {
+                continue;
+            }
+            if seg.size() == 0 {
+                let idx = seg.txn_index_mut();
+                idx.rewrite(Vec::new()).at(idx.path())?;
+            } else if from.is_none() {
+                from = Some(seg.base_offset());
+            }
+        }
+        Ok(from)
+    }
+
+    /// After the replay: indexes the replay could not reach (segments wholly below the log
+    /// start) are left empty.
+    fn finish_txn_index_rebuild(&mut self) -> Result<()> {
+        for seg in self.segments.values_mut() {
+            if seg.txn_index().needs_rebuild() {
+                let idx = seg.txn_index_mut();
+                idx.rewrite(Vec::new()).at(idx.path())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies every batch from the state's offset to the log end (no checks; markers are
+    /// read from their batches). Segments whose `.txnindex` is marked for rebuild get their
+    /// entries re-derived. Returns the number of batches applied.
     fn replay_producer_batches(&mut self) -> Result<usize> {
         let from = self
             .producers
@@ -178,23 +233,46 @@ impl Log {
                 .range(..=from)
                 .next_back()
                 .map_or(i64::MIN, |(b, _)| *b);
+            let mut rebuilt: Vec<(i64, Vec<AbortedTxn>)> = Vec::new();
             for seg in self.segments.range(first..).map(|(_, s)| s) {
                 let position = if seg.base_offset() < from {
                     seg.position_of(from)?
                 } else {
                     0
                 };
+                let rebuild = seg.txn_index().needs_rebuild();
+                let mut aborted = Vec::new();
+                let state = &mut self.producers.state;
                 let mut scan = seg.headers_from(position);
                 while let Some(h) = scan.next_header().at(seg.log_path())? {
                     if h.last_offset < from || h.base_offset >= end {
                         continue;
                     }
-                    self.producers.state.update(
-                        &ProducerBatch::from_header(&h),
-                        h.base_offset,
-                        h.last_offset,
-                    );
                     applied += 1;
+                    let batch = ProducerBatch::from_header(&h);
+                    if !is_marker(&h) {
+                        state.update(&batch, h.base_offset, h.last_offset);
+                        continue;
+                    }
+                    let marker = read_marker(seg, &h);
+                    let done = state.update_marker(&batch, marker.as_ref(), h.last_offset);
+                    if let Some(done) = done.filter(|d| d.is_aborted && rebuild) {
+                        aborted.push(AbortedTxn {
+                            producer_id: done.producer_id,
+                            first_offset: done.first_offset,
+                            last_offset: done.last_offset,
+                            last_stable_offset: state.last_stable_offset(&done),
+                        });
+                    }
+                }
+                if rebuild {
+                    rebuilt.push((seg.base_offset(), aborted));
+                }
+            }
+            for (base, entries) in rebuilt {
+                if let Some(seg) = self.segments.get_mut(&base) {
+                    let idx = seg.txn_index_mut();
+                    idx.rewrite(entries).at(idx.path())?;
                 }
             }
         }

@@ -1,5 +1,6 @@
-//! A segment: one `.log` file with its `.index` and `.timeindex` (spec §2.2-§2.5, §1.5), and
-//! on delay-enabled topics an optional `.deliverafter` ([`crate::delivery::index`]).
+//! A segment: one `.log` file with its `.index` and `.timeindex` (spec §2.2-§2.5, §1.5), its
+//! `.txnindex` of aborted transactions ([`txn_index`]), and on delay-enabled topics an optional
+//! `.deliverafter` ([`crate::delivery::index`]).
 //!
 //! Mental model: `<20-digit base>.log` is the authoritative data, a concatenation of v2 batches
 //! with offsets ≥ the base. The two indexes are sparse, rebuildable caches: every time more than
@@ -20,6 +21,7 @@ mod index_file;
 pub mod offset_index;
 pub mod scan;
 pub mod time_index;
+pub mod txn_index;
 
 use std::fs::{File, OpenOptions};
 use std::io::IoSlice;
@@ -34,6 +36,7 @@ use crate::error::{IoContext, Result, StorageError};
 use offset_index::OffsetIndex;
 use scan::{BatchHeader, HeaderScanner};
 use time_index::TimeIndex;
+use txn_index::{TXN_INDEX_SUFFIX, TxnIndex};
 
 /// File-name suffixes of a segment's files.
 pub const LOG_SUFFIX: &str = ".log";
@@ -50,6 +53,7 @@ pub const SEGMENT_FILE_SUFFIXES: &[&str] = &[
     INDEX_SUFFIX,
     TIME_INDEX_SUFFIX,
     DELIVER_AFTER_SUFFIX,
+    TXN_INDEX_SUFFIX,
 ];
 
 /// The paths of every file segment `base_offset` may have in `dir` (with an extra suffix such
@@ -203,6 +207,8 @@ pub struct LogSegment {
     roll_jitter_ms: i64,
     // delivery delay (issue 8): optional `.deliverafter` side file
     deliver_after: DeliverAfterIndex,
+    // transactions (issue 18): `.txnindex`, created with the segment
+    txn_index: TxnIndex,
 }
 
 impl LogSegment {
@@ -240,6 +246,8 @@ impl LogSegment {
         // delivery delay (issue 8)
         let da_path = segment_file(dir, base_offset, &format!("{DELIVER_AFTER_SUFFIX}{extra}"));
         let deliver_after = DeliverAfterIndex::open(da_path.clone()).at(&da_path)?;
+        let txn_path = segment_file(dir, base_offset, &format!("{TXN_INDEX_SUFFIX}{extra}"));
+        let txn_index = TxnIndex::open(txn_path.clone(), active).at(&txn_path)?;
         let mut seg = LogSegment {
             base_offset,
             log_path,
@@ -255,6 +263,7 @@ impl LogSegment {
             created_ms: opts.now_ms,
             roll_jitter_ms: opts.roll_jitter_ms,
             deliver_after,
+            txn_index,
         };
         let (ts, off) = seg.time_index.last_entry();
         if ts >= 0 {
@@ -324,6 +333,13 @@ impl LogSegment {
     }
     pub(crate) fn deliver_after_mut(&mut self) -> &mut DeliverAfterIndex {
         &mut self.deliver_after
+    }
+    /// The aborted transactions whose marker is in this segment (issue 18).
+    pub fn txn_index(&self) -> &TxnIndex {
+        &self.txn_index
+    }
+    pub(crate) fn txn_index_mut(&mut self) -> &mut TxnIndex {
+        &mut self.txn_index
     }
     /// The largest record timestamp in the segment, or `None` if it has none.
     pub fn max_timestamp(&self) -> Option<i64> {
@@ -555,6 +571,10 @@ impl LogSegment {
         self.deliver_after
             .truncate_to(base, batch_base)
             .at(self.deliver_after.path())?;
+        // transactions: entries whose marker is cut go (Kafka's TransactionIndex.truncateTo)
+        self.txn_index
+            .truncate_to(batch_base.min(offset))
+            .at(self.txn_index.path())?;
         let removed = self.size - position;
         self.file.set_len(position).at(&self.log_path)?;
         self.size = position;
@@ -627,6 +647,7 @@ impl LogSegment {
         self.time_index.flush().at(self.time_index.path())?;
         // delivery delay (issue 8)
         self.deliver_after.flush().at(self.deliver_after.path())?;
+        self.txn_index.flush().at(self.txn_index.path())?;
         Ok(())
     }
 
@@ -648,6 +669,10 @@ impl LogSegment {
         // delivery delay (issue 8): the optional side file follows (a no-op when absent).
         let p = segment_file(dir, base, &format!("{DELIVER_AFTER_SUFFIX}{extra}"));
         if self.deliver_after.rename_to(&p).at(&p)? {
+            out.push(p);
+        }
+        let p = segment_file(dir, base, &format!("{TXN_INDEX_SUFFIX}{extra}"));
+        if self.txn_index.rename_to(&p).at(&p)? {
             out.push(p);
         }
         Ok(out)
