@@ -13,8 +13,8 @@
 //! | same epoch, same (first, last) seq as one of the last 5 | duplicate: the original offsets |
 //! | epoch below the entry's                        | INVALID_PRODUCER_EPOCH (47)             |
 //! | epoch above the entry's                        | append iff first sequence is 0, else 45 |
-//! | non-transactional while a transaction is open  | INVALID_TXN_STATE (48)                  |
 //! | same epoch                                     | append iff first = last + 1 (i32 wraps to 0), else 45 |
+//! | then: non-transactional while a transaction is open | INVALID_TXN_STATE (48)             |
 //!
 //! After an append, [`ProducerStateManager::update`] records the batch (followers and log replay
 //! call only `update`: no checks, as Kafka's REPLICATION origin). `map_end_offset` is the log
@@ -451,6 +451,9 @@ impl ProducerStateManager {
                 current_epoch: entry.epoch,
             });
         }
+        Self::check_sequence(entry, batch)?;
+        // Kafka checks the transaction state after epoch and sequence ("Expected
+        // transactional write").
         if let Some(first) = entry.current_txn_first_offset
             && !batch.is_transactional
         {
@@ -459,6 +462,11 @@ impl ProducerStateManager {
                 txn_first_offset: first,
             });
         }
+        Ok(Check::Append)
+    }
+
+    /// The sequence rule of [`Self::check`] for a known producer at an epoch not below its own.
+    fn check_sequence(entry: &ProducerEntry, batch: &ProducerBatch) -> Result<(), ProducerError> {
         let out_of_order = |expected| ProducerError::OutOfOrderSequence {
             producer_id: batch.producer_id,
             epoch: batch.producer_epoch,
@@ -467,18 +475,18 @@ impl ProducerStateManager {
         };
         if entry.epoch == NO_PRODUCER_EPOCH {
             // Nothing known about sequences (a snapshot of an empty entry): any is fine.
-            return Ok(Check::Append);
+            return Ok(());
         }
         if batch.producer_epoch != entry.epoch {
             return if batch.base_sequence == 0 {
-                Ok(Check::Append)
+                Ok(())
             } else {
                 Err(out_of_order(0))
             };
         }
         let last = entry.last_seq();
         if in_sequence(last, batch.base_sequence) {
-            Ok(Check::Append)
+            Ok(())
         } else {
             Err(out_of_order(increment_sequence(last, 1)))
         }

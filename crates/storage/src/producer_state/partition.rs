@@ -15,6 +15,11 @@
 //! - truncation: snapshots above the new end go; the state is trimmed in memory when that is
 //!   exact, else reloaded from the newest snapshot at or below the end plus a replay;
 //! - log start moves (retention, DeleteRecords): snapshots below it go, entries stay (KIP-360).
+//! - transactions (issue 18): control batches are applied with their parsed marker (the replay
+//!   reads each marker batch's record) so open and completed transactions follow the log; a
+//!   segment whose `.txnindex` is missing, damaged or was re-validated by recovery gets its
+//!   entries re-derived by the load's replay, which then starts from a snapshot at or below
+//!   that segment's base (from the log start if there is none).
 //!
 //! Not synchronised: lives inside `Log`, which its owner keeps behind a mutex.
 

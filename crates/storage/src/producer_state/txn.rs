@@ -263,6 +263,11 @@ mod tests {
                 data(1, 1, 2, false),
                 Err(ErrorCode::InvalidProducerEpoch),
             ),
+            (
+                "sequence checked before the transaction state",
+                data(1, 2, 5, false),
+                Err(ErrorCode::OutOfOrderSequenceNumber),
+            ),
             ("other producer", data(2, 0, 0, false), Ok(Check::Append)),
         ];
         for (name, b, want) in cases {
