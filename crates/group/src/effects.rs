@@ -5,7 +5,8 @@
 //! [`Effects::responses`], keyed by token. JoinGroup and SyncGroup are *parked* until the
 //! rebalance reaches them, so the responses of one call may answer tokens of earlier calls, and
 //! a call may answer nothing. The runtime must:
-//! 1. append [`Effects::records`] to the shard's `__consumer_offsets` partition, in order;
+//! 1. append [`Effects::records`] to the shard's `__consumer_offsets` partition, in order (as
+//!    a transactional batch when [`Effects::transactional`] says so);
 //! 2. only then send the responses (a response may promise the records are durable);
 //! 3. call [`crate::GroupCoordinatorShard::tick`] when [`Effects::next_deadline`] passes.
 //!
@@ -18,6 +19,7 @@ use bytes::Bytes;
 use skiff_protocol::{
     ConsumerGroupHeartbeatResponse, DeleteGroupsResponse, HeartbeatResponse, JoinGroupResponse,
     LeaveGroupResponse, OffsetCommitResponse, OffsetDeleteResponse, SyncGroupResponse,
+    TxnOffsetCommitResponse,
 };
 use skiff_types::ErrorCode;
 
@@ -62,6 +64,7 @@ pub enum Response {
     /// Results for the groups of *this* shard only; the server merges shards' results.
     DeleteGroups(DeleteGroupsResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
+    TxnOffsetCommit(TxnOffsetCommitResponse),
 }
 
 impl Response {
@@ -121,6 +124,12 @@ impl Response {
                 r.assignment = None;
                 Response::ConsumerGroupHeartbeat(r)
             }
+            Response::TxnOffsetCommit(mut r) => {
+                for p in r.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+                    p.error_code = c;
+                }
+                Response::TxnOffsetCommit(r)
+            }
         }
     }
 }
@@ -134,6 +143,11 @@ pub struct Effects {
     pub records: Vec<(Bytes, Option<Bytes>)>,
     /// When to call `tick` next (absolute, caller's clock), if any timer is pending.
     pub next_deadline: Option<i64>,
+    /// `Some((producer_id, producer_epoch))` when [`Effects::records`] are a transaction's
+    /// offsets (TxnOffsetCommit): the runtime appends them as one *transactional* batch of
+    /// that producer, and they count only once its COMMIT marker follows them in the log.
+    /// Such effects hold no other record. `None` for every other call.
+    pub transactional: Option<(i64, i16)>,
 }
 
 impl Effects {

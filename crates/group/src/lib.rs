@@ -11,8 +11,9 @@
 //! membership survive restarts.
 //!
 //! Protocols: classic (JoinGroup/SyncGroup/Heartbeat/LeaveGroup with Kafka 4.x semantics,
-//! static membership, KIP-394 member ids) in [`classic`], offsets in `offsets`, admin APIs in
-//! `admin`, and KIP-848 consumer groups in `consumer`.
+//! static membership, KIP-394 member ids) in [`classic`], offsets in `offsets`, transactional
+//! offsets (TxnOffsetCommit, markers; [`Effects::transactional`]) in `txn_offsets`, admin APIs
+//! in `admin`, and KIP-848 consumer groups in `consumer`.
 //!
 //! No I/O, no tokio, no wall clock, no global state: a shard is plain data (`Send`), driven
 //! by one caller at a time. Nothing here panics on input from the network or the log.
@@ -26,10 +27,12 @@ mod config;
 mod consumer;
 mod effects;
 mod error;
+mod offset_store;
 mod offsets;
 mod records;
 mod shard;
 mod timer;
+mod txn_offsets;
 
 pub use admin::{GROUP_TYPE_CLASSIC, GROUP_TYPE_CONSUMER};
 pub use batch::{

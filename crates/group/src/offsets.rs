@@ -8,8 +8,8 @@
 //! while generation -1 with no member id is a "simple" commit, allowed only when the group has
 //! no members (and creating an empty group without protocol if there is none). Fetching what
 //! was never committed answers offset -1 with no error, never GROUP_ID_NOT_FOUND.
-
-use std::collections::BTreeMap;
+//! Transactional commits (TxnOffsetCommit) are `txn_offsets`; they stay pending in the store
+//! until their transaction's marker, and deletion and expiry respect them as Kafka does.
 
 use skiff_protocol::{
     OffsetCommitKey, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
@@ -21,13 +21,14 @@ use skiff_types::ErrorCode;
 
 use crate::classic::group::{ClassicGroup, ClassicGroupState};
 use crate::effects::{Effects, RequestContext, Response};
+pub(crate) use crate::offset_store::OffsetStore;
 use crate::records::CoordinatorRecord;
 use crate::shard::{Group, GroupCoordinatorShard};
 
 /// OffsetCommit v9+ answers GROUP_ID_NOT_FOUND (not ILLEGAL_GENERATION) for a missing group.
 const COMMIT_GROUP_ID_NOT_FOUND_MIN_VERSION: i16 = 9;
 /// The longest commit metadata a `__consumer_offsets` value can hold (an int16 string).
-const METADATA_BYTES_ENCODABLE_MAX: usize = i16::MAX as usize;
+pub(crate) const METADATA_BYTES_ENCODABLE_MAX: usize = i16::MAX as usize;
 
 /// One committed offset.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,72 +42,7 @@ pub struct OffsetAndMetadata {
     pub expire_timestamp_ms: Option<i64>,
 }
 
-/// group -> topic -> partition -> offset.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct OffsetStore {
-    by_group: BTreeMap<String, BTreeMap<String, BTreeMap<i32, OffsetAndMetadata>>>,
-}
-
-impl OffsetStore {
-    pub fn get(&self, group: &str, topic: &str, partition: i32) -> Option<&OffsetAndMetadata> {
-        self.by_group.get(group)?.get(topic)?.get(&partition)
-    }
-
-    pub fn group(
-        &self,
-        group: &str,
-    ) -> Option<&BTreeMap<String, BTreeMap<i32, OffsetAndMetadata>>> {
-        self.by_group.get(group)
-    }
-
-    /// Applies one OffsetCommit record (value `None` = tombstone).
-    pub fn apply(&mut self, key: &OffsetCommitKey, value: Option<&OffsetCommitValue>) {
-        match value {
-            Some(v) => {
-                let o = OffsetAndMetadata {
-                    offset: v.offset,
-                    leader_epoch: v.leader_epoch,
-                    metadata: v.metadata.clone(),
-                    commit_timestamp_ms: v.commit_timestamp,
-                    expire_timestamp_ms: (v.expire_timestamp >= 0).then_some(v.expire_timestamp),
-                };
-                self.by_group
-                    .entry(key.group.clone())
-                    .or_default()
-                    .entry(key.topic.clone())
-                    .or_default()
-                    .insert(key.partition, o);
-            }
-            None => {
-                let Some(topics) = self.by_group.get_mut(&key.group) else {
-                    return;
-                };
-                if let Some(parts) = topics.get_mut(&key.topic) {
-                    parts.remove(&key.partition);
-                    if parts.is_empty() {
-                        topics.remove(&key.topic);
-                    }
-                }
-                if topics.is_empty() {
-                    self.by_group.remove(&key.group);
-                }
-            }
-        }
-    }
-
-    /// Every (topic, partition) committed for `group`.
-    pub fn partitions(&self, group: &str) -> Vec<(String, i32)> {
-        let Some(topics) = self.by_group.get(group) else {
-            return Vec::new();
-        };
-        topics
-            .iter()
-            .flat_map(|(t, parts)| parts.keys().map(move |p| (t.clone(), *p)))
-            .collect()
-    }
-}
-
-fn offset_key(group: &str, topic: &str, partition: i32) -> OffsetCommitKey {
+pub(crate) fn offset_key(group: &str, topic: &str, partition: i32) -> OffsetCommitKey {
     OffsetCommitKey {
         group: group.to_string(),
         topic: topic.to_string(),
@@ -169,6 +105,7 @@ impl GroupCoordinatorShard {
                     &req.member_id,
                     req.group_instance_id.as_deref(),
                     generation,
+                    false,
                 )?;
                 // Commits keep a classic member's session alive while it is Stable/Preparing.
                 if matches!(
@@ -233,11 +170,25 @@ impl GroupCoordinatorShard {
     /// The committed offsets of one group (OffsetFetch's per-group answer, any version):
     /// `topics = None` means every committed partition. Unknown groups and partitions answer
     /// offset -1 with no error. KIP-848 members naming themselves (v9) are validated.
+    /// Pending transactional offsets are not shown (see [`Self::fetch_offsets_stable`]).
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         member: Option<(&str, i32)>,
         topics: Option<&[OffsetFetchRequestTopics]>,
+    ) -> OffsetFetchResponseGroup {
+        self.fetch_offsets_stable(group_id, member, topics, false)
+    }
+
+    /// [`Self::fetch_offsets`] with OffsetFetch v7+'s `require_stable`: a partition with a
+    /// pending transactional offset then answers UNSTABLE_OFFSET_COMMIT (88) with offset -1,
+    /// per partition (the group's error stays NONE at every version, as Kafka answers).
+    pub fn fetch_offsets_stable(
+        &self,
+        group_id: &str,
+        member: Option<(&str, i32)>,
+        topics: Option<&[OffsetFetchRequestTopics]>,
+        require_stable: bool,
     ) -> OffsetFetchResponseGroup {
         let mut out = OffsetFetchResponseGroup {
             group_id: group_id.to_string(),
@@ -251,6 +202,15 @@ impl GroupCoordinatorShard {
             return out;
         }
         let partition = |topic: &str, p: i32| match self.offsets.get(group_id, topic, p) {
+            _ if require_stable && self.offsets.has_pending(group_id, topic, p) => {
+                OffsetFetchResponsePartitions {
+                    partition_index: p,
+                    committed_offset: -1,
+                    committed_leader_epoch: -1,
+                    metadata: Some(String::new()),
+                    error_code: ErrorCode::UnstableOffsetCommit.code(),
+                }
+            }
             Some(o) => OffsetFetchResponsePartitions {
                 partition_index: p,
                 committed_offset: o.offset,
@@ -356,10 +316,9 @@ impl GroupCoordinatorShard {
                 let code = if subscribed {
                     ErrorCode::GroupSubscribedToTopic
                 } else {
-                    if self
-                        .offsets
-                        .get(&req.group_id, &t.name, p.partition_index)
-                        .is_some()
+                    let (g, topic, part) = (&req.group_id, &t.name, p.partition_index);
+                    if self.offsets.get(g, topic, part).is_some()
+                        || self.offsets.has_pending(g, topic, part)
                     {
                         self.write_offset(
                             offset_key(&req.group_id, &t.name, p.partition_index),
@@ -385,8 +344,16 @@ impl GroupCoordinatorShard {
     }
 
     /// Writes tombstones for every offset of `group_id` (DeleteGroups).
+    /// Pending transactional offsets of partitions without a committed one get a tombstone
+    /// too (one tombstone per key is enough: it drops both).
     pub(crate) fn delete_all_offsets(&mut self, group_id: &str) {
-        for (topic, partition) in self.offsets.partitions(group_id) {
+        let mut keys = self.offsets.partitions(group_id);
+        for k in self.offsets.pending_partitions(group_id) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        for (topic, partition) in keys {
             self.write_offset(offset_key(group_id, &topic, partition), None);
         }
     }
@@ -417,7 +384,9 @@ impl GroupCoordinatorShard {
     /// Expires one group's offsets; true when none are left.
     fn cleanup_group_offsets(&mut self, group_id: &str, now: i64, retention: i64) -> bool {
         let Some(all) = self.offsets.group(group_id) else {
-            return true;
+            // Kafka answers true here even with an open transaction; keeping the group until
+            // the transaction ends keeps its commit from materialising offsets of no group.
+            return !self.offsets.has_open_transactions(group_id);
         };
         // Which timestamp retention counts from, per Kafka's `offsetExpirationCondition`.
         enum Base {
@@ -456,7 +425,13 @@ impl GroupCoordinatorShard {
                 all_expired = false;
                 continue;
             }
-            for (p, o) in parts {
+            for (p, stored) in parts {
+                let o = &stored.value;
+                // Not while a transaction has a pending offset for the partition (Kafka).
+                if self.offsets.has_pending(group_id, topic, *p) {
+                    all_expired = false;
+                    continue;
+                }
                 let is_expired = match o.expire_timestamp_ms {
                     Some(at) => now >= at,
                     None => {
@@ -477,16 +452,20 @@ impl GroupCoordinatorShard {
         for (topic, p) in expired {
             self.write_offset(offset_key(group_id, &topic, p), None);
         }
-        all_expired
+        // A group with an open transaction is not deleted.
+        all_expired && !self.offsets.has_open_transactions(group_id)
     }
 }
 
-/// Kafka's classic `validateOffsetCommit` (non-transactional).
-fn validate_classic_commit(
+/// Kafka's classic `validateOffsetCommit`; a transactional commit (TxnOffsetCommit) may
+/// omit member and generation while the group has members (v0-2 clients cannot send them)
+/// and is not refused during CompletingRebalance.
+pub(crate) fn validate_classic_commit(
     g: &ClassicGroup,
     member_id: &str,
     instance_id: Option<&str>,
     generation: i32,
+    transactional: bool,
 ) -> Result<(), ErrorCode> {
     if g.is(ClassicGroupState::Dead) {
         return Err(ErrorCode::CoordinatorNotAvailable);
@@ -499,11 +478,11 @@ fn validate_classic_commit(
         if generation != g.generation {
             return Err(ErrorCode::IllegalGeneration);
         }
-    } else {
+    } else if !transactional {
         // A simple commit while the group has members.
         return Err(ErrorCode::UnknownMemberId);
     }
-    if g.is(ClassicGroupState::CompletingRebalance) {
+    if !transactional && g.is(ClassicGroupState::CompletingRebalance) {
         return Err(ErrorCode::RebalanceInProgress);
     }
     Ok(())

@@ -346,7 +346,7 @@ impl GroupCoordinatorShard {
         }
     }
 
-    fn apply_replayed(&mut self, record: CoordinatorRecord) {
+    pub(crate) fn apply_replayed(&mut self, record: CoordinatorRecord) {
         match record {
             CoordinatorRecord::OffsetCommit(key, value) => {
                 if value.is_some() && !self.groups.contains_key(&key.group) {

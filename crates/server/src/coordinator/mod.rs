@@ -50,6 +50,7 @@ use uuid::Uuid;
 
 use crate::broker::Broker;
 use crate::handlers::Reply;
+use crate::replica::append::AckWait;
 
 pub use offsets_log::OffsetsLogError;
 pub use settings::{GroupSettings, OFFSETS_TOPIC};
@@ -245,6 +246,33 @@ impl GroupCoordinator {
         caller: Caller<'_>,
         f: impl FnOnce(&mut GroupCoordinatorShard, &RequestContext, i64) -> Effects,
     ) -> Result<Answer, ErrorCode> {
+        self.call_inner(broker, group_id, caller, None, f)
+    }
+
+    /// [`GroupCoordinator::call`] for a TxnOffsetCommit of `(producer_id, producer_epoch)`:
+    /// under the slot's lock, a producer the partition's producer state knows at a higher
+    /// epoch is fenced (INVALID_PRODUCER_EPOCH, as the log's append would answer, before the
+    /// shard changes anything); due timers fire first (their records are a plain batch), so
+    /// `f`'s records are the transaction's alone.
+    pub fn call_transactional(
+        &self,
+        broker: &Arc<Broker>,
+        group_id: &str,
+        caller: Caller<'_>,
+        producer: (i64, i16),
+        f: impl FnOnce(&mut GroupCoordinatorShard, &RequestContext, i64) -> Effects,
+    ) -> Result<Answer, ErrorCode> {
+        self.call_inner(broker, group_id, caller, Some(producer), f)
+    }
+
+    fn call_inner(
+        &self,
+        broker: &Arc<Broker>,
+        group_id: &str,
+        caller: Caller<'_>,
+        producer: Option<(i64, i16)>,
+        f: impl FnOnce(&mut GroupCoordinatorShard, &RequestContext, i64) -> Effects,
+    ) -> Result<Answer, ErrorCode> {
         let slot = self.slot_for(group_id).ok_or(ErrorCode::NotCoordinator)?;
         let token = RequestToken(self.next_token.fetch_add(1, Ordering::Relaxed));
         let (tx, mut rx) = oneshot::channel();
@@ -253,6 +281,17 @@ impl GroupCoordinator {
             let st = &mut *guard;
             if broker.is_shutting_down() {
                 return Err(ErrorCode::NotCoordinator);
+            }
+            if let Some((producer_id, producer_epoch)) = producer {
+                ready_shard(st)?;
+                if offsets_log::producer_epoch(broker, slot.partition, producer_id)
+                    .is_some_and(|e| e > producer_epoch)
+                {
+                    return Err(ErrorCode::InvalidProducerEpoch);
+                }
+                let now = broker.now_ms();
+                let effects = ready_shard(st)?.tick(now);
+                self.apply(broker, slot, st, effects);
             }
             let shard = match &mut st.phase {
                 Phase::Ready(shard) => shard,
@@ -325,12 +364,56 @@ impl GroupCoordinator {
         (out, loading)
     }
 
+    /// Writes `producer_id`'s end-transaction marker to `__consumer_offsets-<partition>` and
+    /// completes the transaction in the partition's shard (the WriteTxnMarkers path for this
+    /// topic). Under the slot's lock the marker is appended (acks=-1) and only then does the
+    /// shard materialise (commit) or drop (abort) the producer's pending offsets, so the log
+    /// order is the shard's order. `Ok(Some(_))`: the marker's acks=-1 answer to await.
+    ///
+    /// While the slot is not ready nothing is written and the answer is NOT_LEADER_OR_FOLLOWER
+    /// (Kafka's coordinator answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS /
+    /// COORDINATOR_NOT_AVAILABLE and `KafkaApis` puts NOT_LEADER_OR_FOLLOWER on the wire so
+    /// the transaction coordinator retries): a marker appended during a load could land after
+    /// the replay's end and be missed by the shard. The log's own refusals (e.g.
+    /// INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) are returned as they are, with
+    /// nothing written and the shard unchanged.
+    pub fn write_txn_marker(
+        &self,
+        broker: &Arc<Broker>,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+    ) -> Result<Option<AckWait>, ErrorCode> {
+        let slot = self
+            .slot(partition)
+            .ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        let mut guard = slot.state.lock();
+        let st = &mut *guard;
+        if broker.is_shutting_down() || ready_shard(st).is_err() {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        let ack = offsets_log::append_marker(
+            broker,
+            partition,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
+        )?;
+        let effects = ready_shard(st)?.complete_transaction(producer_id, commit, broker.now_ms());
+        self.apply(broker, slot, st, effects);
+        Ok(ack)
+    }
+
     /// Appends the effects' records, then sends their responses (see the module doc).
     fn apply(&self, broker: &Arc<Broker>, slot: &Slot, st: &mut SlotState, effects: Effects) {
         let Effects {
             responses,
             records,
             next_deadline,
+            transactional,
         } = effects;
         let mut pending_sync = None;
         if !records.is_empty() {
@@ -340,6 +423,7 @@ impl GroupCoordinator {
                 self.partitions,
                 slot.partition,
                 &records,
+                transactional,
             ) {
                 Ok(p) => pending_sync = p,
                 Err(e) => {
@@ -504,6 +588,15 @@ impl GroupCoordinator {
     }
 }
 
+/// The slot's shard, or the code a request answers while there is none.
+fn ready_shard(st: &mut SlotState) -> Result<&mut GroupCoordinatorShard, ErrorCode> {
+    match &mut st.phase {
+        Phase::Ready(shard) => Ok(shard),
+        Phase::Loading => Err(ErrorCode::CoordinatorLoadInProgress),
+        Phase::NotOwned => Err(ErrorCode::NotCoordinator),
+    }
+}
+
 /// Loads a partition on the blocking pool after `delay_ms`, retrying while it fails.
 fn spawn_load(broker: &Arc<Broker>, partition: i32, generation: u64, delay_ms: u64) {
     let broker = Arc::clone(broker);
@@ -610,6 +703,7 @@ pub fn to_body(r: Response) -> ResponseBody {
         Response::OffsetDelete(r) => ResponseBody::OffsetDelete(r),
         Response::DeleteGroups(r) => ResponseBody::DeleteGroups(r),
         Response::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(r),
+        Response::TxnOffsetCommit(r) => ResponseBody::TxnOffsetCommit(r),
     }
 }
 
