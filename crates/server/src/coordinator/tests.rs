@@ -277,3 +277,119 @@ async fn replies_map_errors_and_parked_answers() {
     drop(tx);
     assert_eq!(code_of(&later.await), 16);
 }
+
+/// A TxnOffsetCommit of `t`-0 at `offset` for `group` by `producer` through the runtime: the
+/// partition's error code.
+fn txn_commit(broker: &Arc<Broker>, group: &str, producer: (i64, i16), offset: i64) -> i16 {
+    let req = skiff_protocol::TxnOffsetCommitRequest {
+        transactional_id: "tx".into(),
+        group_id: group.into(),
+        producer_id: producer.0,
+        producer_epoch: producer.1,
+        topics: vec![skiff_protocol::TxnOffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: vec![skiff_protocol::TxnOffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: offset,
+                committed_leader_epoch: -1,
+                committed_metadata: None,
+            }],
+        }],
+        ..skiff_protocol::TxnOffsetCommitRequest::default()
+    };
+    let caller = Caller {
+        api_version: 3,
+        client_id: "unit",
+        peer: "127.0.0.1:5000".parse().unwrap(),
+    };
+    let answer = broker
+        .groups
+        .call_transactional(broker, group, caller, producer, |s, c, now| {
+            s.handle_txn_offset_commit(c, &req, now)
+        });
+    match answer {
+        Ok(Answer::Ready(Response::TxnOffsetCommit(r))) => r.topics[0].partitions[0].error_code,
+        Err(code) => code.code(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// OffsetFetch v8 of `t`-0 with `require_stable`: (partition error, offset).
+fn fetch_stable(broker: &Arc<Broker>, group: &str) -> (i16, i64) {
+    let req = skiff_protocol::OffsetFetchRequest {
+        groups: vec![skiff_protocol::OffsetFetchRequestGroup {
+            group_id: group.into(),
+            member_id: None,
+            member_epoch: -1,
+            topics: Some(vec![skiff_protocol::OffsetFetchRequestTopics {
+                name: "t".into(),
+                partition_indexes: vec![0],
+            }]),
+        }],
+        require_stable: true,
+        ..skiff_protocol::OffsetFetchRequest::default()
+    };
+    let body = now_body(handle(broker, 8, |ctx| {
+        crate::handlers::offset_fetch::handle(ctx, req)
+    }));
+    let ResponseBody::OffsetFetch(r) = body else {
+        panic!("{body:?}")
+    };
+    let g = &r.groups[0];
+    assert_eq!(g.error_code, 0, "UNSTABLE_OFFSET_COMMIT is per partition");
+    let p = &g.topics[0].partitions[0];
+    (p.error_code, p.committed_offset)
+}
+
+fn log_end(broker: &Arc<Broker>, partition: i32) -> i64 {
+    let image = broker.image();
+    let info = image.topic(OFFSETS_TOPIC).unwrap();
+    broker
+        .replicas
+        .read_local(info, partition, None, 1)
+        .unwrap()
+        .end
+}
+
+#[tokio::test]
+async fn a_transaction_marker_waits_for_the_load_then_completes_the_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = group_on(1);
+    let producer = (77, 2);
+    {
+        let broker = open_broker(dir.path());
+        broker
+            .create_topic("t", 1, std::collections::BTreeMap::new())
+            .unwrap();
+        assert_eq!(txn_commit(&broker, &a, producer, 40), 0);
+        assert_eq!(fetch_stable(&broker, &a), (88, -1));
+        assert_eq!(
+            fetch(&broker, &[&a]),
+            vec![(0, -1)],
+            "invisible to a plain fetch"
+        );
+        // The log knows the producer at epoch 2 now: epoch 1 is a zombie.
+        assert_eq!(txn_commit(&broker, &a, (77, 1), 41), 47);
+    }
+    let broker = open_broker(dir.path());
+    let groups = &broker.groups;
+    // Loading: the marker is refused (and retried by the transaction coordinator), not
+    // appended where the running replay could miss it.
+    let end = log_end(&broker, 1);
+    let refused = groups.write_txn_marker(&broker, 1, producer.0, producer.1, 0, true);
+    assert_eq!(refused.map(|_| ()), Err(ErrorCode::NotLeaderOrFollower));
+    assert_eq!(log_end(&broker, 1), end, "nothing written while loading");
+    groups.load(&broker, 1, 0).unwrap();
+    assert_eq!(fetch_stable(&broker, &a), (88, -1), "replayed as pending");
+    let ack = groups
+        .write_txn_marker(&broker, 1, producer.0, producer.1, 0, true)
+        .unwrap();
+    if let Some(rx) = ack {
+        assert_eq!(rx.await.unwrap(), ErrorCode::None);
+    }
+    assert_eq!(log_end(&broker, 1), end + 1, "one marker batch");
+    assert_eq!(fetch_stable(&broker, &a), (0, 40));
+    // A slot this broker does not have.
+    let missing = groups.write_txn_marker(&broker, 99, producer.0, producer.1, 0, true);
+    assert_eq!(missing.map(|_| ()), Err(ErrorCode::UnknownTopicOrPartition));
+}
