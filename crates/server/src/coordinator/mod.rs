@@ -12,6 +12,11 @@
 //! earlier calls. A call whose own answer came back at once is [`Answer::Ready`]; otherwise
 //! the handler returns a `Reply::Later` on the receiver ([`Answer::Parked`]).
 //!
+//! Transactions (issue 18): a TxnOffsetCommit ([`GroupCoordinator::call_transactional`]) is
+//! appended as a transactional batch of its producer and stays pending in the shard; the
+//! WriteTxnMarkers path ([`GroupCoordinator::write_txn_marker`]) appends the producer's marker
+//! and completes the transaction in the shard under the same lock, so the shard's order is the
+//! log's; replay feeds transactional batches and markers back the same way (`offsets_log`).
 //! Timers: every apply records the shard's next deadline; the driver task (`driver`) sleeps
 //! until the earliest one (woken early when a deadline changes) and calls `tick`.
 //! Loading: at start every partition of an existing `__consumer_offsets` is replayed on the
