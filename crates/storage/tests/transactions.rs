@@ -359,6 +359,14 @@ fn retention_stops_at_the_first_unstable_offset() {
     assert_eq!(log.apply_retention(later, i64::MAX).unwrap(), 1);
     assert_eq!(log.log_start_offset(), 3);
     assert_eq!(log.open_transactions(), vec![open_txn(B, 5)]);
+    // DeleteRecords past B's start: the first unstable offset never lies below the log start.
+    assert_eq!(log.delete_records(6).unwrap(), 6);
+    assert_eq!(log.first_unstable_offset(), Some(6));
+    assert_eq!(
+        log.apply_retention(later, i64::MAX).unwrap(),
+        0,
+        "B's segment holds 6"
+    );
 }
 
 #[test]

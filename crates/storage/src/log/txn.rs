@@ -65,9 +65,13 @@ pub(crate) fn read_marker(seg: &LogSegment, h: &BatchHeader) -> Option<EndTxnMar
 impl Log {
     /// The smallest offset a READ_COMMITTED reader may not pass yet: the first offset of the
     /// oldest open transaction or of a completed one whose marker is not below the high
-    /// watermark. `None` when there is none (the LSO is then the high watermark).
+    /// watermark, never below the log start (as Kafka's `maybeIncrementFirstUnstableOffset`).
+    /// `None` when there is none (the LSO is then the high watermark).
     pub fn first_unstable_offset(&self) -> Option<i64> {
-        self.producers.state.first_unstable_offset()
+        self.producers
+            .state
+            .first_unstable_offset()
+            .map(|f| f.max(self.log_start_offset))
     }
 
     /// The open transactions, oldest first (operators' view, DescribeProducers).
