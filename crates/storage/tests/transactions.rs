@@ -223,6 +223,15 @@ fn unclean_restart_and_lost_or_damaged_indexes_rebuild_the_answers() {
             std::fs::write(p, b).unwrap();
         }),
         ("clean, index files gone", true, |d| remove_txn_indexes(d)),
+        ("clean, index entry past the segment", true, |d| {
+            let p = d.join(format!("{:020}.txnindex", 7));
+            let mut b = std::fs::read(&p).unwrap();
+            b.extend_from_slice(&[0, 0]);
+            for x in [9i64, 1, 100, 101] {
+                b.extend_from_slice(&x.to_be_bytes());
+            }
+            std::fs::write(p, b).unwrap();
+        }),
         ("clean, index torn", true, |d| {
             let p = d.join(format!("{:020}.txnindex", 7));
             let mut b = std::fs::read(&p).unwrap();

@@ -169,8 +169,16 @@ impl Log {
             last_offset: done.last_offset,
             last_stable_offset: state.last_stable_offset(&done),
         };
+        let durable = self.config.is_durable();
         let idx = self.active_mut().txn_index_mut();
         idx.append(entry).at(idx.path())?;
+        // Durable topics: the entry is on disk before the marker's fdatasync (group commit)
+        // can acknowledge it; a synced marker is below the recovery point and its segment is
+        // not re-validated after a power cut, so a lost entry would never come back. (The
+        // file itself was created, and its directory entry synced, with the segment.)
+        if durable {
+            idx.flush().at(idx.path())?;
+        }
         Ok(())
     }
 }

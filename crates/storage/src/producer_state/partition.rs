@@ -191,11 +191,27 @@ impl Log {
         Ok(())
     }
 
-    /// The base of the first non-empty segment whose `.txnindex` must be rebuilt; empty
-    /// segments' indexes are rewritten empty at once.
+    /// The base of the first non-empty segment whose `.txnindex` must be rebuilt (missing,
+    /// damaged, re-validated, or pointing outside the segment); empty segments' indexes are
+    /// rewritten empty at once.
     fn txn_index_rebuild_from(&mut self) -> Result<Option<i64>> {
         let mut from = None;
-        for seg in self.segments.values_mut() {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        let end = self.log_end_offset;
+        for (i, seg) in self.segments.values_mut().enumerate() {
+            // An entry whose marker lies outside the segment (a marker lost with its data)
+            // makes the whole index suspect.
+            let upper = bases.get(i + 1).copied().unwrap_or(end);
+            let base = seg.base_offset();
+            if seg
+                .txn_index()
+                .entries()
+                .iter()
+                .any(|e| e.last_offset < base || e.last_offset >= upper)
+            {
+                tracing::warn!(path = %seg.txn_index().path().display(), "transaction index points outside its segment; rebuilding it");
+                seg.txn_index_mut().mark_for_rebuild();
+            }
             if !seg.txn_index().needs_rebuild() {
                 continue;
             }
