@@ -66,6 +66,8 @@ pub struct Broker {
     pub stats: crate::stats::ServerStats,
     /// The group coordinator (consumer groups, committed offsets).
     pub groups: GroupCoordinator,
+    /// The transaction coordinator (issue 18).
+    pub txns: crate::txn::TxnCoordinator,
     // compaction (issue 7): per-log cleaner state, written by the cleaner threads.
     pub cleaner_stats: Arc<skiff_compaction::CleanerStats>,
     /// The broker's one clock (`settings.log_manager.clock`, created by `skiff serve`).
@@ -185,6 +187,11 @@ impl Broker {
         tracing::info!(partitions = reports.len(), %cluster_id, "logs loaded");
         let groups =
             GroupCoordinator::new(settings.groups.clone(), &metadata.image(), quorum.is_some());
+        let txns = crate::txn::TxnCoordinator::new(
+            settings.txns.clone(),
+            &metadata.image(),
+            quorum.is_some(),
+        );
         let clock = settings.log_manager.clock.clone();
         Ok(Arc::new_cyclic(|me| Broker {
             me: me.clone(),
@@ -194,6 +201,7 @@ impl Broker {
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
             stats: crate::stats::ServerStats::default(),
             groups,
+            txns,
             settings,
             topic_configs,
             replicas,

@@ -212,6 +212,7 @@ async fn reconcile_loop(broker: Arc<Broker>, quorum: Member) {
             b.replicas.open_roles_when_registered(&image, registered);
             b.replicas.reconcile(&image, &|t| b.log_config(t));
             b.groups.reconcile(&b, &image);
+            b.txns.reconcile(&b, &image);
         })
         .await;
         tokio::select! {

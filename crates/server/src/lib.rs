@@ -39,6 +39,7 @@ pub mod sendfile;
 pub mod server;
 pub mod settings;
 pub mod stats;
+pub mod txn;
 pub mod waiters;
 
 pub use broker::Broker;

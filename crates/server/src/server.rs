@@ -105,6 +105,7 @@ impl Server {
         let cleaner = Some(crate::cleaner::start(&broker));
         let scrubber = Some(crate::scrubber::start(&broker));
         crate::coordinator::GroupCoordinator::start(&broker);
+        crate::txn::TxnCoordinator::start(&broker);
         // delivery delay (issue 8): the DSO timer
         crate::delivery::schedule_loaded(&broker);
         tokio::spawn(crate::delivery::run(Arc::clone(&broker)));

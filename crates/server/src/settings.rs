@@ -148,6 +148,8 @@ pub struct ServerSettings {
     pub log_manager: LogManagerConfig,
     /// The group coordinator (`group.*`, `offsets.*`).
     pub groups: crate::coordinator::GroupSettings,
+    /// The transaction coordinator (`transaction.*`, `transactional.id.*`; issue 18).
+    pub txns: crate::txn::TxnSettings,
     /// `skiff.admin.listener` parsed: (host, port) of the admin HTTP port; `None` = not bound.
     pub admin_bind: Option<(String, u16)>,
 }
@@ -179,6 +181,7 @@ impl ServerSettings {
                 ..LogManagerConfig::default()
             },
             groups: crate::coordinator::GroupSettings::default(),
+            txns: crate::txn::TxnSettings::default(),
             admin_bind: None,
         }
     }

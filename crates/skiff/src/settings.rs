@@ -121,7 +121,40 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
         s.fetch_session_slots = usize::try_from(v).unwrap_or(0);
     }
     s.groups = group_settings(cfg);
+    s.txns = txn_settings(cfg);
     s
+}
+
+/// Kafka's `transaction.*` / `transactional.id.*` keys onto the transaction coordinator's
+/// settings (issue 18; defaults: Kafka's).
+fn txn_settings(cfg: &BrokerConfig) -> skiff_server::txn::TxnSettings {
+    let d = skiff_server::txn::TxnSettings::default();
+    let int = |key: &str, fallback: i64| cfg.get_i64(key).unwrap_or(fallback);
+    skiff_server::txn::TxnSettings {
+        max_timeout_ms: i32::try_from(int(
+            "transaction.max.timeout.ms",
+            i64::from(d.max_timeout_ms),
+        ))
+        .unwrap_or(d.max_timeout_ms),
+        id_expiration_ms: int("transactional.id.expiration.ms", d.id_expiration_ms),
+        abort_timed_out_interval_ms: int(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            d.abort_timed_out_interval_ms,
+        )
+        .max(1),
+        remove_expired_interval_ms: int(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            d.remove_expired_interval_ms,
+        )
+        .max(1),
+        topic_partitions: cfg.transaction_state_log_num_partitions().max(1),
+        topic_replication_factor: cfg.transaction_state_log_replication_factor(),
+        topic_min_isr: cfg.transaction_state_log_min_isr(),
+        topic_segment_bytes: int("transaction.state.log.segment.bytes", d.topic_segment_bytes),
+        partition_verification: cfg
+            .get_bool("transaction.partition.verification.enable")
+            .unwrap_or(d.partition_verification),
+    }
 }
 
 /// The active controller's election keys (defaults: Kafka's).

@@ -71,6 +71,8 @@ struct PartResult {
     records: Option<FileRegion>,
     /// A follower's log diverges: (epoch, end offset), answered at once (KIP-320).
     diverging: Option<(i32, i64)>,
+    /// read_committed: the aborted transactions overlapping the read (issue 18).
+    aborted: Vec<skiff_protocol::AbortedTransaction>,
 }
 
 impl PartResult {
@@ -274,6 +276,7 @@ fn read_one(
         reported: UNKNOWN,
         records: None,
         diverging: None,
+        aborted: Vec::new(),
     };
     let by_id = !req.key.topic_id.is_nil();
     let info = match image.topic(&req.key.topic) {
@@ -313,6 +316,14 @@ fn read_one(
                 reported,
                 records,
                 diverging: read.diverging,
+                aborted: read
+                    .aborted
+                    .iter()
+                    .map(|a| skiff_protocol::AbortedTransaction {
+                        producer_id: a.producer_id,
+                        first_offset: a.first_offset,
+                    })
+                    .collect(),
             }
         }
         Err(e) => {
@@ -375,7 +386,7 @@ fn respond(
             high_watermark: r.reported.high_watermark,
             last_stable_offset: r.reported.last_stable_offset,
             log_start_offset: r.reported.log_start_offset,
-            aborted_transactions: limits.read_committed.then(Vec::new),
+            aborted_transactions: limits.read_committed.then(|| r.aborted.clone()),
             preferred_read_replica: -1,
             diverging_epoch: match r.diverging {
                 Some((epoch, end_offset)) => {

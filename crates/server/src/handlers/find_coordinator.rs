@@ -3,8 +3,8 @@
 //! Key type 0 (group): on one node this node is every group's coordinator; in a cluster the
 //! leader of the group's `__consumer_offsets` partition is; `__consumer_offsets` is created
 //! on first use here, as Kafka does (COORDINATOR_NOT_AVAILABLE, retriable, if that fails).
-//! Key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE: transactions are not served
-//! yet. Any other key type is INVALID_REQUEST. v0-3 carry one key and a top-level answer.
+//! Key type 1 (transaction, issue 18): the same for `__transaction_state` and the
+//! transactional id's partition. Any other key type is INVALID_REQUEST. v0-3 carry one key and a top-level answer.
 
 use skiff_protocol::{Coordinator, FindCoordinatorRequest, FindCoordinatorResponse, ResponseBody};
 use skiff_types::ErrorCode;
@@ -48,52 +48,58 @@ fn find(ctx: &RequestContext<'_>, key_type: i8, key: &str) -> Coordinator {
         error_code: code.code(),
         error_message: Some(message),
     };
-    match key_type {
+    let (partition, topic) = match key_type {
         KEY_TYPE_GROUP => {
             if let Err(e) = ctx.broker.groups.ensure_topic(ctx.broker) {
                 tracing::warn!(error = %e, "FindCoordinator: the offsets topic is not available");
                 return failed(ErrorCode::CoordinatorNotAvailable, e.to_string());
             }
-            if ctx.broker.quorum.is_none() {
-                return Coordinator {
-                    key: key.to_string(),
-                    node_id: ctx.broker.node_id(),
-                    host: ctx.listener.advertised_host.clone(),
-                    port: i32::from(ctx.listener.advertised_port),
-                    error_code: 0,
-                    error_message: None,
-                };
-            }
-            // issue 16: the leader of the group's offsets partition, at its endpoint of this
-            // listener.
-            let partition = ctx.broker.groups.partition_for(key);
-            let image = ctx.broker.image();
-            let leader = image
-                .partition(crate::coordinator::OFFSETS_TOPIC, partition)
-                .map_or(-1, |p| p.leader);
-            let (brokers, _) = ctx.broker.cluster_view(ctx.listener);
-            match brokers.into_iter().find(|b| b.0 == leader) {
-                Some((node_id, host, port, _)) => Coordinator {
-                    key: key.to_string(),
-                    node_id,
-                    host,
-                    port: i32::from(port),
-                    error_code: 0,
-                    error_message: None,
-                },
-                None => failed(
-                    ErrorCode::CoordinatorNotAvailable,
-                    "The coordinator is not available.".into(),
-                ),
-            }
+            (
+                ctx.broker.groups.partition_for(key),
+                crate::coordinator::OFFSETS_TOPIC,
+            )
         }
-        KEY_TYPE_TRANSACTION => failed(
+        KEY_TYPE_TRANSACTION => {
+            if let Err(e) = ctx.broker.txns.ensure_topic(ctx.broker) {
+                tracing::warn!(error = %e, "FindCoordinator: the transaction state topic is not available");
+                return failed(ErrorCode::CoordinatorNotAvailable, e.to_string());
+            }
+            (ctx.broker.txns.partition_for(key), crate::txn::TXN_TOPIC)
+        }
+        other => {
+            return failed(
+                ErrorCode::InvalidRequest,
+                format!("Unknown coordinator type {other}"),
+            );
+        }
+    };
+    if ctx.broker.quorum.is_none() {
+        return Coordinator {
+            key: key.to_string(),
+            node_id: ctx.broker.node_id(),
+            host: ctx.listener.advertised_host.clone(),
+            port: i32::from(ctx.listener.advertised_port),
+            error_code: 0,
+            error_message: None,
+        };
+    }
+    // issue 16: the leader of the key's partition of the internal topic, at its endpoint of
+    // this listener.
+    let image = ctx.broker.image();
+    let leader = image.partition(topic, partition).map_or(-1, |p| p.leader);
+    let (brokers, _) = ctx.broker.cluster_view(ctx.listener);
+    match brokers.into_iter().find(|b| b.0 == leader) {
+        Some((node_id, host, port, _)) => Coordinator {
+            key: key.to_string(),
+            node_id,
+            host,
+            port: i32::from(port),
+            error_code: 0,
+            error_message: None,
+        },
+        None => failed(
             ErrorCode::CoordinatorNotAvailable,
-            "The transaction coordinator is not available.".into(),
-        ),
-        other => failed(
-            ErrorCode::InvalidRequest,
-            format!("Unknown coordinator type {other}"),
+            "The coordinator is not available.".into(),
         ),
     }
 }

@@ -47,6 +47,14 @@ pub mod list_partition_reassignments;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+// Transactions (issue 18): handed to the transaction coordinator runtime (crate::txn).
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
+pub mod describe_transactions;
+pub mod end_txn;
+pub mod list_transactions;
+pub mod txn_offset_commit;
+pub mod write_txn_markers;
 // Consumer groups (issue 6): handed to the group coordinator runtime (crate::coordinator).
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
@@ -149,6 +157,13 @@ pub const APIS: &[ApiKey] = &[
     ApiKey::AlterReplicaLogDirs,
     ApiKey::DescribeQuorum,
     ApiKey::ListClientMetricsResources,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::WriteTxnMarkers,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::DescribeTransactions,
+    ApiKey::ListTransactions,
 ];
 
 /// APIs served on controller listeners only (Kafka's `"listeners": ["controller"]`), beside
@@ -258,6 +273,13 @@ pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
         RequestBody::BrokerHeartbeat(r) => broker_heartbeat::handle(ctx, r),
         RequestBody::AllocateProducerIds(r) => allocate_producer_ids::handle(ctx, r),
         RequestBody::AlterPartition(r) => alter_partition::handle(ctx, r),
+        RequestBody::AddPartitionsToTxn(r) => add_partitions_to_txn::handle(ctx, r),
+        RequestBody::AddOffsetsToTxn(r) => add_offsets_to_txn::handle(ctx, r),
+        RequestBody::EndTxn(r) => end_txn::handle(ctx, r),
+        RequestBody::WriteTxnMarkers(r) => write_txn_markers::handle(ctx, r),
+        RequestBody::TxnOffsetCommit(r) => txn_offset_commit::handle(ctx, r),
+        RequestBody::DescribeTransactions(r) => describe_transactions::handle(ctx, r),
+        RequestBody::ListTransactions(r) => list_transactions::handle(ctx, r),
         // Every API the codec knows is served today; keep the arm for APIs added later.
         #[allow(unreachable_patterns)]
         other => Reply::Close(format!("{} is not served", other.api_key().name())),
@@ -314,6 +336,13 @@ mod tests {
                 (34, Some((1, 2))),
                 (55, Some((0, 2))),
                 (74, Some((0, 1))),
+                (24, Some((0, 5))),
+                (25, Some((0, 4))),
+                (26, Some((0, 4))),
+                (27, Some((1, 1))),
+                (28, Some((0, 4))),
+                (65, Some((0, 0))),
+                (66, Some((0, 1))),
             ]
         );
         assert!(!is_served(ApiKey::Produce, 2));

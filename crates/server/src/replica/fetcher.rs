@@ -138,6 +138,17 @@ async fn manager(broker: Arc<Broker>, settings: FetcherSettings) {
     }
 }
 
+/// `node`'s `host:port` on the inter-broker listener (the fetchers'), from the image
+/// (issue 18: the transaction coordinator's WriteTxnMarkers go there).
+pub(crate) fn inter_broker_addr(broker: &Broker, node: i32) -> Option<String> {
+    let listener = broker
+        .settings
+        .quorum
+        .as_ref()
+        .map_or("PLAINTEXT", |q| q.fetcher.listener.as_str());
+    leader_addr(broker, node, listener)
+}
+
 /// The leader's `host:port` on the fetchers' listener, from the image.
 fn leader_addr(broker: &Broker, leader: i32, listener: &str) -> Option<String> {
     let image = broker.image();

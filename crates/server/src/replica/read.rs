@@ -11,7 +11,8 @@
 //! move it in storage) so the reported log start is never stale.
 
 use skiff_metadata::TopicInfo;
-use skiff_replication::{BoundInputs, ReadBound, Reader};
+use skiff_replication::{BoundInputs, Isolation, ReadBound, Reader};
+use skiff_storage::AbortedTxnRef;
 use skiff_storage::{FileSlice, Log, StorageError, TimestampOffset};
 use skiff_types::ErrorCode;
 
@@ -49,6 +50,9 @@ pub struct PartitionRead {
     /// A follower's log diverges from this leader's: `(epoch, end offset)` of the largest
     /// epoch at or below its `LastFetchedEpoch` (KIP-320); no records then.
     pub diverging: Option<(i32, i64)>,
+    /// A read_committed consumer's read: the aborted transactions of the range read
+    /// (Kafka's `collectAbortedTransactions`, from the `.txnindex` files; issue 18).
+    pub aborted: Vec<AbortedTxnRef>,
 }
 
 impl ReplicaManager {
@@ -76,7 +80,7 @@ impl ReplicaManager {
             Reader::Replica(_) => None,
         };
         let inputs = BoundInputs {
-            first_unstable_offset: None,
+            first_unstable_offset: l.first_unstable_offset(),
             delivery_stable_offset,
         };
         let bound = st.read_bound(reader, inputs)?;
@@ -112,6 +116,7 @@ impl ReplicaManager {
                     bound,
                     result,
                     diverging,
+                    aborted: Vec::new(),
                 });
             }
         }
@@ -124,10 +129,18 @@ impl ReplicaManager {
                     p.min_one_message,
                 )
                 .map(|r| r.slice);
+            let aborted = if p.reader == Reader::Consumer(Isolation::ReadCommitted)
+                && matches!(result, Ok(Some(_)))
+            {
+                l.collect_aborted_txns(p.fetch_offset, bound.max_offset)
+            } else {
+                Vec::new()
+            };
             PartitionRead {
                 bound,
                 result,
                 diverging: None,
+                aborted,
             }
         })
     }
