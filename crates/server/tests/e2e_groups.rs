@@ -228,7 +228,7 @@ async fn e2e_groups_find_coordinator_creates_the_offsets_topic() {
         (0, 1, "localhost")
     );
     assert_eq!(r.port, i32::from(t.addr.port()));
-    // Batched keys (v4+); transactions are not served yet (retriable error).
+    // Batched keys (v4+), groups and (issue 18) transactional ids.
     let req = FindCoordinatorRequest {
         key: String::new(),
         key_type: 0,
@@ -251,9 +251,19 @@ async fn e2e_groups_find_coordinator_creates_the_offsets_topic() {
     let ResponseBody::FindCoordinator(r) = c.call(6, req).await else {
         panic!()
     };
+    // issue 18: key type 1 finds the transaction coordinator (this node), creating
+    // __transaction_state.
     assert_eq!(
-        r.coordinators[0].error_code, 15,
-        "COORDINATOR_NOT_AVAILABLE"
+        (r.coordinators[0].error_code, r.coordinators[0].node_id),
+        (0, 1)
+    );
+    let image = t.server.broker().image();
+    let txn_topic = image
+        .topic("__transaction_state")
+        .expect("created by FindCoordinator");
+    assert_eq!(
+        txn_topic.configs.get("cleanup.policy").map(String::as_str),
+        Some("compact")
     );
     // The internal topic exists with the configured partition count and is compacted.
     let image = t.server.broker().image();

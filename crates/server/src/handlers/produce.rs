@@ -17,6 +17,11 @@
 //! nothing; a refused batch (sequence gap 45, stale epoch 47, negative sequence 87) gets that
 //! code and the storage's message on its partition. Every storage error maps to a specific
 //! code: the produce path never answers UNKNOWN_SERVER_ERROR.
+//!
+//! Transactional batches (issue 18): the first batch of a producer's transaction on a
+//! partition is verified with the transaction coordinator first (KIP-890 part 1,
+//! `crate::txn::verify`): a partition never added to the transaction, or a late batch of an
+//! ended one, is refused with INVALID_TXN_STATE and nothing is appended.
 
 use std::sync::Arc;
 
@@ -37,6 +42,14 @@ use crate::replica::append::{AckWait, AppendError};
 
 /// First Produce version allowed to carry zstd batches (KIP-110).
 const ZSTD_MIN_VERSION: i16 = 7;
+
+/// What `produce_one` needs of the request besides the partition's data.
+#[derive(Clone, Copy)]
+struct ProduceMeta<'a> {
+    version: i16,
+    /// The request's `transactional_id` (v3+): transactional batches are verified with it.
+    transactional_id: Option<&'a str>,
+}
 
 /// An append whose acks wait for the group-commit fsync, before the answer.
 struct PendingAck {
@@ -63,7 +76,10 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
                     &image,
                     &topic.name,
                     data,
-                    ctx.api_version,
+                    ProduceMeta {
+                        version: ctx.api_version,
+                        transactional_id: req.transactional_id.as_deref(),
+                    },
                     acks,
                     now,
                 )
@@ -141,10 +157,11 @@ fn produce_one(
     image: &MetadataImage,
     topic: &str,
     data: &PartitionProduceData,
-    version: i16,
+    meta: ProduceMeta<'_>,
     acks: Acks,
     now: i64,
 ) -> Result<Produced, AppendError> {
+    let version = meta.version;
     let Some(info) = image.topic(topic) else {
         return Err(AppendError::code(
             ErrorCode::UnknownTopicOrPartition,
@@ -171,6 +188,9 @@ fn produce_one(
             ),
         ));
     }
+    // issue 18: KIP-890 part 1, the first batch of a transaction on this partition.
+    crate::txn::verify::verify_produce(broker, meta.transactional_id, info, data.index, bytes)
+        .map_err(|(code, message)| AppendError::code(code, message))?;
     let (appended, log_append_time_ms) = broker
         .replicas
         .append_client(info, data.index, bytes, acks, now)?;

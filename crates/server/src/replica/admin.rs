@@ -74,6 +74,24 @@ impl ReplicaManager {
         Ok(producers)
     }
 
+    /// Whether `producer_id` has an ongoing transaction on this partition at `producer_epoch`
+    /// (Kafka's `Partition.hasOngoingTransaction`): the KIP-890 verification is skipped then.
+    pub fn has_ongoing_transaction(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> bool {
+        self.hosted(info, partition).is_ok_and(|h| {
+            h.log
+                .lock()
+                .producer_state()
+                .entry(producer_id)
+                .is_some_and(|e| e.current_txn_first_offset.is_some() && e.epoch == producer_epoch)
+        })
+    }
+
     /// A topic's new effective config reaches its hosted logs (and the core's durability).
     pub fn update_topic_config(&self, info: &TopicInfo, config: &LogConfig) {
         let now = self.clock.now_ms();

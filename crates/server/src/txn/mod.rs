@@ -29,6 +29,7 @@
 pub mod log;
 pub mod markers;
 pub mod settings;
+pub mod verify;
 
 use std::collections::HashMap;
 use std::sync::Arc;
