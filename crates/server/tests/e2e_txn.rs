@@ -140,7 +140,6 @@ async fn latest(c: &mut Client, topic: &str, isolation: i8) -> i64 {
                 partition_index: 0,
                 current_leader_epoch: -1,
                 timestamp: -1,
-                ..ListOffsetsPartition::default()
             }],
         }],
         ..ListOffsetsRequest::default()
