@@ -1,7 +1,8 @@
 //! The extension point of `GET /api/v1/partitions/{topic}/{partition}`: per-partition
 //! sections contributed by subsystems: producer state, the log cleaner (issue 7), delayed
-//! delivery (issue 8), integrity (quarantined ranges and scrub progress, issue 12) and
-//! replication (role, ISR, followers' lag, issue 17).
+//! delivery (issue 8), integrity (quarantined ranges and scrub progress, issue 12),
+//! replication (role, ISR, followers' lag, issue 17) and transactions (the LSO and the open
+//! transactions, issue 18).
 //!
 //! Mental model: [`SECTION_PROVIDERS`] is a static list of plain functions. For a partition
 //! the broker hosts, the detail handler calls each provider in list order and puts every
@@ -35,8 +36,14 @@ use crate::broker::Broker;
 pub type SectionProvider = fn(&Broker, &TopicPartition) -> Option<(&'static str, Value)>;
 
 /// Every section provider, in the order they run. Add one line per subsystem.
-pub static SECTION_PROVIDERS: &[SectionProvider] =
-    &[producers, cleaner, delivery, integrity, replication];
+pub static SECTION_PROVIDERS: &[SectionProvider] = &[
+    producers,
+    cleaner,
+    delivery,
+    integrity,
+    replication,
+    transactions,
+];
 
 /// The most producers the `producers` section lists (the count is always exact).
 pub const PRODUCERS_LISTED_MAX: usize = 100;
@@ -107,6 +114,50 @@ pub fn integrity(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, 
 pub fn replication(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
     let view = broker.replicas.replication_view(tp)?;
     Some(("replication", serde_json::to_value(view).ok()?))
+}
+
+/// The most open transactions the `transactions` section lists (the count is exact).
+pub const OPEN_TXNS_LISTED_MAX: usize = 100;
+
+/// `transactions` (issue 18): `{"last_stable_offset", "first_unstable_offset" (null when no
+/// transaction is unstable), "open": N, "open_transactions": [{producer_id, producer_epoch,
+/// first_offset}...], "truncated": bool}`; left out while the partition has never had an
+/// unstable transaction to show (no open one and the LSO equals the high watermark).
+pub fn transactions(broker: &Broker, tp: &TopicPartition) -> Option<(&'static str, Value)> {
+    let log = broker.replicas.log_manager().get(tp)?;
+    let (hw, first_unstable, open) = {
+        let l = log.lock();
+        (
+            l.high_watermark(),
+            l.first_unstable_offset(),
+            l.open_transactions(),
+        )
+    };
+    if first_unstable.is_none() && open.is_empty() {
+        return None;
+    }
+    let lso = first_unstable.map_or(hw, |u| u.min(hw));
+    let listed: Vec<Value> = open
+        .iter()
+        .take(OPEN_TXNS_LISTED_MAX)
+        .map(|t| {
+            json!({
+                "producer_id": t.producer_id,
+                "producer_epoch": t.producer_epoch,
+                "first_offset": t.first_offset,
+            })
+        })
+        .collect();
+    Some((
+        "transactions",
+        json!({
+            "last_stable_offset": lso,
+            "first_unstable_offset": first_unstable,
+            "open": open.len(),
+            "open_transactions": listed,
+            "truncated": open.len() > OPEN_TXNS_LISTED_MAX,
+        }),
+    ))
 }
 
 /// Runs every provider for one partition.
@@ -180,6 +231,44 @@ mod tests {
         assert!(
             collect(&b, &TopicPartition::new("t", 1)).is_empty(),
             "no section for a partition the broker does not host"
+        );
+    }
+
+    #[test]
+    fn transactions_section_shows_the_open_transaction_and_the_lso() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = broker(dir.path());
+        b.create_topic("t", 1, Default::default()).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        assert!(
+            !collect(&b, &tp).contains_key("transactions"),
+            "nothing unstable yet"
+        );
+        let log = b.replicas.log_manager().get(&tp).unwrap();
+        let mut plain = skiff_record::BatchBuilder::new(skiff_record::BatchOptions::default());
+        plain.append(1_700_000_000_000, None, Some(b"p"), &[]);
+        let mut plain = plain.build().unwrap();
+        let mut txn = skiff_record::BatchBuilder::new(skiff_record::BatchOptions {
+            producer_id: 9,
+            producer_epoch: 2,
+            base_sequence: 0,
+            is_transactional: true,
+            ..skiff_record::BatchOptions::default()
+        });
+        txn.append(1_700_000_000_000, None, Some(b"t"), &[]);
+        let mut txn = txn.build().unwrap();
+        {
+            let mut l = log.lock();
+            l.append_as_leader(&mut plain, 0, b.now_ms()).unwrap();
+            l.append_as_leader(&mut txn, 0, b.now_ms()).unwrap();
+            l.set_high_watermark(2);
+        }
+        let v = &collect(&b, &tp)["transactions"];
+        assert_eq!(
+            v,
+            &json!({"last_stable_offset": 1, "first_unstable_offset": 1, "open": 1,
+                    "open_transactions": [{"producer_id": 9, "producer_epoch": 2, "first_offset": 1}],
+                    "truncated": false})
         );
     }
 }
