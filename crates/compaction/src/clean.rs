@@ -13,6 +13,15 @@
 //! meanwhile). A single-segment group in which nothing changed is not rewritten. Reads and
 //! writes go through a [`Throttle`] (`log.cleaner.io.max.bytes.per.second`).
 //!
+//! Transactions (issue 18, [`crate::txn`]): the range also stops at the view's first unstable
+//! offset, so every transactional batch in it is decided. The key map skips batches of aborted
+//! transactions (a [`TxnTracker`] over the map range). The copy walks every segment from the
+//! first with one tracker: aborted batches lose their records, markers go once no data of their
+//! transaction is left and their delete horizon passed, and each output segment's `.txnindex`
+//! is written from the kept ABORT markers whose transaction still had data (never carried over
+//! blindly: an entry outliving its marker would hide the producer's later commits). A marker of
+//! a producer whose last entry it is (no data batch remembered) is retained, as Kafka does.
+//!
 //! Test failpoint: with the environment variable `SKIFF_TEST_CLEANER_CRASH_AFTER_SWAP=1` the
 //! process aborts right after the first `.cleaned` -> `.swap` rename (kill -9 mid-swap tests).
 
@@ -20,14 +29,15 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use skiff_record::{BatchView, Record, records};
+use skiff_record::{BatchView, ControlType, Record, parse_end_txn_marker, records};
 use skiff_storage::swap::{CleanView, CleanedSegment, SegmentRef, SwapStep};
-use skiff_storage::{SharedLog, StorageError};
+use skiff_storage::{AbortedTxn, SharedLog, StorageError};
 
-use crate::filter::{BatchOutcome, FilterContext, FilterCounts, filter_batch};
+use crate::filter::{BatchOutcome, FilterContext, FilterCounts, filter_data_batch, filter_marker};
 use crate::keymap::{KeyMap, Offer};
 use crate::select::{Cleanable, SegFacts, SelectInput, cleanable, groups};
 use crate::strategy::{Rank, Strategy, version_of};
+use crate::txn::TxnTracker;
 
 /// Cleaner-wide settings of one clean.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +65,10 @@ pub struct CleanOutcome {
     pub bytes_written: u64,
     pub records_removed: u64,
     pub tombstones_removed: u64,
+    /// Records of aborted transactions removed (also in `records_removed`).
+    pub aborted_records_removed: u64,
+    /// Transaction markers removed.
+    pub markers_removed: u64,
     pub invalid_header_values: u64,
     pub segments_replaced: usize,
     pub segments_written: usize,
@@ -180,8 +194,11 @@ pub fn cleanable_of(
         min_cleanable_ratio: view.config.min_cleanable_dirty_ratio,
         min_compaction_lag_ms: view.config.min_compaction_lag_ms,
         max_compaction_lag_ms: view.config.max_compaction_lag_ms,
-        // The view's own delivery stable offset bounds the range too (taken with the view).
-        extra_bound: extra_bound.min(view.delivery_stable_offset.unwrap_or(i64::MAX)),
+        // The view's own delivery stable offset and first unstable offset (an open or not yet
+        // replicated transaction) bound the range too (taken with the view).
+        extra_bound: extra_bound
+            .min(view.delivery_stable_offset.unwrap_or(i64::MAX))
+            .min(view.first_unstable_offset.unwrap_or(i64::MAX)),
     })
 }
 
@@ -237,6 +254,7 @@ pub fn clean_log(
     );
     let map_end = build_map(
         &in_range,
+        &view.aborted_txns,
         &strategy,
         (map_start, c.first_dirty),
         c.first_uncleanable,
@@ -251,7 +269,12 @@ pub fn clean_log(
     }
     out.end = map_end.max(c.first_dirty);
     let f = facts(&view);
-    let retained: HashSet<(i64, i64)> = view.producer_last_batches.iter().copied().collect();
+    let mut walk = Walk {
+        last_batches: view.producer_last_batches.iter().copied().collect(),
+        marker_epochs: view.producer_marker_epochs.iter().copied().collect(),
+        // Every segment is walked from the first: a marker's data can lie anywhere before it.
+        txns: TxnTracker::new(&view.aborted_txns, i64::MIN),
+    };
     let ctx = FilterContext {
         map: &map,
         map_end,
@@ -273,7 +296,7 @@ pub fn clean_log(
             &view,
             group,
             &ctx,
-            &retained,
+            &mut walk,
             params.now_ms,
             throttle,
             stop,
@@ -283,11 +306,28 @@ pub fn clean_log(
     Ok(Some(out))
 }
 
-/// Builds the key map over `[start, end)`; returns the map's end (lower than `end` if full).
-/// Invalid header values are counted from `first_dirty` on (each record once).
+/// The marker type of a control batch and whether it is empty; an unreadable one is logged and
+/// answers `None` (kept as it is).
+fn marker_kind(view: &BatchView<'_>) -> (Option<ControlType>, bool) {
+    if view.records_count() == 0 {
+        return (None, true);
+    }
+    match parse_end_txn_marker(view) {
+        Ok(m) => (m.map(|m| m.control_type), false),
+        Err(e) => {
+            tracing::warn!(offset = view.base_offset(), error = %e, "cleaner: unreadable control batch kept");
+            (None, false)
+        }
+    }
+}
+
+/// Builds the key map over `[start, end)`, skipping aborted transactions' batches; returns the
+/// map's end (lower than `end` if full). Invalid header values are counted from `first_dirty`
+/// on (each record once).
 #[allow(clippy::too_many_arguments)]
 fn build_map(
     segments: &[&SegmentRef],
+    aborted: &[AbortedTxn],
     strategy: &Strategy,
     (start, first_dirty): (i64, i64),
     end: i64,
@@ -296,10 +336,11 @@ fn build_map(
     stop: &AtomicBool,
     out: &mut CleanOutcome,
 ) -> Result<i64, CleanError> {
+    let mut txns = TxnTracker::new(aborted, start);
     for s in segments {
         let mut scan = s.batches();
         while let Some((h, bytes)) = scan.next_batch()? {
-            if h.last_offset < start || h.is_control() {
+            if h.last_offset < start {
                 continue;
             }
             if h.base_offset >= end {
@@ -311,6 +352,15 @@ fn build_map(
             throttle.account(bytes.len() as u64);
             out.bytes_read += bytes.len() as u64;
             let view = BatchView::new(bytes).map_err(corrupt)?;
+            if h.is_control() {
+                let (kind, empty) = marker_kind(&view);
+                txns.on_marker(h.producer_id, h.last_offset, kind, empty);
+                continue;
+            }
+            if txns.on_data(h.producer_id, h.is_transactional(), h.last_offset) {
+                // An aborted transaction's records never win (they are removed).
+                continue;
+            }
             let data = view.records_data(MAX_RECORDS_BYTES).map_err(corrupt)?;
             for rec in records(&data, view.records_count()) {
                 let rec: Record<'_> = rec.map_err(corrupt)?;
@@ -343,6 +393,49 @@ fn crash_after_swap_failpoint() -> bool {
     *ON.get_or_init(|| std::env::var("SKIFF_TEST_CLEANER_CRASH_AFTER_SWAP").is_ok_and(|v| v == "1"))
 }
 
+/// State of the copy walk over all groups of one clean.
+struct Walk {
+    /// `(producer id, last offset)` of each producer's last data batch (retained).
+    last_batches: HashSet<(i64, i64)>,
+    /// `(producer id, epoch)` of producers whose last entry is a marker (retained).
+    marker_epochs: HashSet<(i64, i16)>,
+    txns: TxnTracker,
+}
+
+impl Walk {
+    /// Filters one batch: the transaction decisions, then the record filter.
+    fn filter(
+        &mut self,
+        ctx: &FilterContext<'_>,
+        h: &skiff_storage::segment::scan::BatchHeader,
+        bytes: &[u8],
+        group_last: bool,
+        counts: &mut FilterCounts,
+        txn_index: &mut Vec<AbortedTxn>,
+    ) -> Result<BatchOutcome, CleanError> {
+        if h.is_control() {
+            let view = BatchView::new(bytes).map_err(corrupt)?;
+            let (kind, empty) = marker_kind(&view);
+            let verdict = self
+                .txns
+                .on_marker(h.producer_id, h.last_offset, kind, empty);
+            txn_index.extend(verdict.index_entry);
+            let retain = group_last
+                || (h.producer_id >= 0
+                    && self
+                        .marker_epochs
+                        .contains(&(h.producer_id, h.producer_epoch)));
+            return filter_marker(ctx, bytes, verdict.removable, retain, counts).map_err(corrupt);
+        }
+        let aborted = self
+            .txns
+            .on_data(h.producer_id, h.is_transactional(), h.last_offset);
+        let retain = group_last
+            || (h.producer_id >= 0 && self.last_batches.contains(&(h.producer_id, h.last_offset)));
+        filter_data_batch(ctx, bytes, retain, aborted, counts).map_err(corrupt)
+    }
+}
+
 /// Rewrites one group of segments and swaps it in.
 #[allow(clippy::too_many_arguments)]
 fn clean_group(
@@ -350,7 +443,7 @@ fn clean_group(
     view: &CleanView,
     group: &[SegmentRef],
     ctx: &FilterContext<'_>,
-    retained: &HashSet<(i64, i64)>,
+    walk: &mut Walk,
     now_ms: i64,
     throttle: &mut Throttle,
     stop: &AtomicBool,
@@ -360,6 +453,7 @@ fn clean_group(
         CleanedSegment::create(&view.dir, group[0].base_offset, &view.config, now_ms)?;
     let mut changed = false;
     let mut counts = FilterCounts::default();
+    let mut txn_index = Vec::new();
     // The group's last batch is kept (emptied if need be): the output's last offset must be
     // the group's, so recovery's roll-forward covers every replaced segment.
     let last_nonempty = group.iter().rposition(|s| s.size > 0);
@@ -373,9 +467,8 @@ fn clean_group(
                 }
                 throttle.account(bytes.len() as u64);
                 out.bytes_read += bytes.len() as u64;
-                let retain = (last_segment && h.end_position() == s.size)
-                    || (h.producer_id >= 0 && retained.contains(&(h.producer_id, h.last_offset)));
-                match filter_batch(ctx, bytes, retain, &mut counts).map_err(corrupt)? {
+                let group_last = last_segment && h.end_position() == s.size;
+                match walk.filter(ctx, &h, bytes, group_last, &mut counts, &mut txn_index)? {
                     BatchOutcome::Unchanged => cleaned.append(bytes)?,
                     BatchOutcome::Rewritten(b) => {
                         changed = true;
@@ -396,9 +489,15 @@ fn clean_group(
     }
     out.records_removed += counts.records_removed;
     out.tombstones_removed += counts.tombstones_removed;
+    out.aborted_records_removed += counts.aborted_removed;
+    out.markers_removed += counts.markers_removed;
     if (!changed && group.len() == 1) || cleaned.last_offset().is_none() {
         cleaned.discard();
         return Ok(());
+    }
+    if let Err(e) = cleaned.write_txn_index(txn_index) {
+        cleaned.discard();
+        return Err(e.into());
     }
     throttle.account(cleaned.size());
     out.bytes_written += cleaned.size();

@@ -17,8 +17,15 @@
 //! surviving record is dropped unless it is retained: an active producer's last batch (so
 //! idempotent producers keep their sequence) or the last batch of an output segment (so the
 //! segment's last offset, and the log's, never move). Retained empty batches have
-//! recordsCount 0, baseTimestamp -1 (or the horizon) and keep maxTimestamp. Control batches
-//! are copied unchanged. A batch nothing changes in is copied byte for byte; one that only
+//! recordsCount 0, baseTimestamp -1 (or the horizon) and keep maxTimestamp.
+//!
+//! Transactions (issue 18, [`crate::txn`] decides): a batch of an aborted transaction loses
+//! every record below the map end (the key map never saw them), retained empty like any other
+//! batch. A control batch ([`filter_marker`]) is copied unchanged unless its transaction has no
+//! data left ("removable") and it lies below the map end: then, like a tombstone, it first gets
+//! a delete horizon (`now + delete.retention.ms`, re-encoded with its record as it was) and is
+//! dropped by the first clean at or past that horizon, unless retained (then kept whole, never
+//! emptied, so log replay still reads its marker). A batch nothing changes in is copied byte for byte; one that only
 //! loses records keeps its baseTimestamp and gets the surviving records' bytes as they were
 //! (only a new delete horizon, which moves every timestamp delta, re-encodes the records).
 //!
@@ -59,13 +66,59 @@ pub struct FilterCounts {
     pub records_in: u64,
     pub records_removed: u64,
     pub tombstones_removed: u64,
+    /// Records removed because their transaction was aborted (also in `records_removed`).
+    pub aborted_removed: u64,
+    /// Transaction markers removed.
+    pub markers_removed: u64,
 }
 
-/// Filters one batch. `retain` keeps it (emptied if need be) even if no record survives.
+/// Filters one batch of data (a control batch is copied unchanged; see [`filter_marker`]).
+/// `retain` keeps it (emptied if need be) even if no record survives.
 pub fn filter_batch(
     ctx: &FilterContext<'_>,
     batch: &[u8],
     retain: bool,
+    counts: &mut FilterCounts,
+) -> Result<BatchOutcome, RecordError> {
+    filter_data_batch(ctx, batch, retain, false, counts)
+}
+
+/// What becomes of a control batch: `removable` when no data of its transaction is left before
+/// it ([`crate::txn::MarkerVerdict`]); `retain` keeps it (whole) even once removable and past
+/// its delete horizon.
+pub fn filter_marker(
+    ctx: &FilterContext<'_>,
+    batch: &[u8],
+    removable: bool,
+    retain: bool,
+    counts: &mut FilterCounts,
+) -> Result<BatchOutcome, RecordError> {
+    let view = BatchView::new(batch)?;
+    if !removable || view.last_offset() >= ctx.map_end {
+        return Ok(BatchOutcome::Unchanged);
+    }
+    match view.delete_horizon_ms() {
+        Some(h) if ctx.now_ms >= h && !retain => {
+            counts.markers_removed += 1;
+            Ok(BatchOutcome::Dropped)
+        }
+        Some(_) => Ok(BatchOutcome::Unchanged),
+        None => {
+            let data = view.records_data(ctx.max_records_bytes)?;
+            let kept = records(&data, view.records_count()).collect::<Result<Vec<_>, _>>()?;
+            let horizon = ctx.now_ms.saturating_add(ctx.config.delete_retention_ms);
+            rebuild(ctx, &view, &kept, Some(horizon)).map(BatchOutcome::Rewritten)
+        }
+    }
+}
+
+/// Filters one data batch; `aborted`: it belongs to an aborted transaction, so no record below
+/// the map end survives.
+pub fn filter_data_batch(
+    ctx: &FilterContext<'_>,
+    batch: &[u8],
+    retain: bool,
+    aborted: bool,
     counts: &mut FilterCounts,
 ) -> Result<BatchOutcome, RecordError> {
     let view = BatchView::new(batch)?;
@@ -90,9 +143,11 @@ pub fn filter_batch(
         // `shouldRetainRecord` checks this first): the map knows nothing of it yet.
         let past_map = offset >= ctx.map_end;
         let winner = past_map
-            || rec
-                .key
-                .is_some_and(|k| ctx.map.get(k).is_none_or(|w| w.offset == offset));
+            || (!aborted
+                && rec
+                    .key
+                    .is_some_and(|k| ctx.map.get(k).is_none_or(|w| w.offset == offset)));
+        counts.aborted_removed += u64::from(aborted && !past_map);
         let expired_tombstone =
             !past_map && rec.value.is_none() && horizon.is_some_and(|h| ctx.now_ms >= h);
         if winner && !expired_tombstone {
@@ -122,6 +177,18 @@ pub fn filter_batch(
     if !kept.is_empty() && delete_horizon_ms == horizon {
         return verbatim(ctx, &view, &data, &kept, &spans, codec).map(BatchOutcome::Rewritten);
     }
+    rebuild(ctx, &view, &kept, delete_horizon_ms).map(BatchOutcome::Rewritten)
+}
+
+/// The batch re-encoded around `kept` (its header fields, control flag included, kept) with
+/// `delete_horizon_ms`.
+fn rebuild(
+    ctx: &FilterContext<'_>,
+    view: &BatchView<'_>,
+    kept: &[skiff_record::Record<'_>],
+    delete_horizon_ms: Option<i64>,
+) -> Result<Vec<u8>, RecordError> {
+    let codec = view.compression()?;
     let mut b = BatchBuilder::new(BatchOptions {
         base_offset: view.base_offset(),
         partition_leader_epoch: view.partition_leader_epoch(),
@@ -129,13 +196,13 @@ pub fn filter_batch(
         compression_level: ctx.config.level_for(codec),
         timestamp_type: view.timestamp_type(),
         is_transactional: view.is_transactional(),
-        is_control: false,
+        is_control: view.is_control(),
         producer_id: view.producer_id(),
         producer_epoch: view.producer_epoch(),
         base_sequence: view.base_sequence(),
         delete_horizon_ms,
     });
-    for rec in &kept {
+    for rec in kept {
         // The raw timestamp (base + delta) keeps LogAppendTime deltas too.
         let ts = view.base_timestamp().wrapping_add(rec.timestamp_delta);
         b.append_with_offset_delta(rec.offset_delta, ts, rec.key, rec.value, &rec.headers);
@@ -145,7 +212,7 @@ pub fn filter_batch(
     if kept.is_empty() || view.timestamp_type() == TimestampType::LogAppendTime {
         set_max_timestamp(&mut out, view.timestamp_type(), view.max_timestamp());
     }
-    Ok(BatchOutcome::Rewritten(out))
+    Ok(out)
 }
 
 /// The byte range of the record starting at `at` (its length prefix included).

@@ -125,7 +125,8 @@ fn superseded_records_go_offsets_and_last_offset_delta_stay() {
         FilterCounts {
             records_in: 3,
             records_removed: 2,
-            tombstones_removed: 0
+            tombstones_removed: 0,
+            ..FilterCounts::default()
         }
     );
 }
@@ -298,4 +299,206 @@ fn keyless_records_are_dropped() {
     );
     let out = rewritten(run(&map_of(&[("a", 1)]), &config, &b, false).0);
     assert_eq!(contents(&out).len(), 1);
+}
+
+/// A COMMIT/ABORT marker batch at `offset` (as the transaction coordinator writes it), with an
+/// optional delete horizon already set by an earlier clean.
+fn marker_at(offset: i64, abort: bool, horizon: Option<i64>) -> Vec<u8> {
+    let t = if abort {
+        skiff_record::ControlType::Abort
+    } else {
+        skiff_record::ControlType::Commit
+    };
+    let mut b = BatchBuilder::new(BatchOptions {
+        base_offset: offset,
+        is_transactional: true,
+        is_control: true,
+        producer_id: 7,
+        producer_epoch: 2,
+        delete_horizon_ms: horizon,
+        ..BatchOptions::default()
+    });
+    let key = skiff_record::control::control_key(t);
+    let value = skiff_record::control::end_txn_marker_value(5);
+    b.append(NOW - 50, Some(&key), Some(&value), &[]);
+    b.build().unwrap()
+}
+
+#[test]
+fn markers_get_a_horizon_once_removable_and_go_after_it() {
+    let config = LogConfig {
+        delete_retention_ms: 100,
+        ..LogConfig::default()
+    };
+    let map = map_of(&[]);
+    #[derive(Debug, PartialEq)]
+    enum Want {
+        Unchanged,
+        Dropped,
+        /// Rewritten with this delete horizon.
+        Horizon(i64),
+    }
+    // (name, offset, horizon already set, removable, retain, want)
+    let table = [
+        ("data left: kept", 10, None, false, false, Want::Unchanged),
+        (
+            "data left, horizon passed: kept",
+            10,
+            Some(NOW - 1),
+            false,
+            false,
+            Want::Unchanged,
+        ),
+        (
+            "removable: horizon set",
+            10,
+            None,
+            true,
+            false,
+            Want::Horizon(NOW + 100),
+        ),
+        (
+            "removable, before the horizon: kept",
+            10,
+            Some(NOW + 1),
+            true,
+            false,
+            Want::Unchanged,
+        ),
+        (
+            "removable, at the horizon: dropped",
+            10,
+            Some(NOW),
+            true,
+            false,
+            Want::Dropped,
+        ),
+        (
+            "removable, horizon passed, retained: kept whole",
+            10,
+            Some(NOW - 1),
+            true,
+            true,
+            Want::Unchanged,
+        ),
+        (
+            "past the map end: not examined",
+            1000,
+            Some(NOW - 1),
+            true,
+            false,
+            Want::Unchanged,
+        ),
+    ];
+    for (name, offset, horizon, removable, retain, want) in table {
+        for abort in [false, true] {
+            let b = marker_at(offset, abort, horizon);
+            let ctx = FilterContext {
+                map: &map,
+                map_end: 1000,
+                now_ms: NOW,
+                config: &config,
+                max_records_bytes: 1 << 20,
+            };
+            let mut c = FilterCounts::default();
+            let got = match filter_marker(&ctx, &b, removable, retain, &mut c).unwrap() {
+                BatchOutcome::Unchanged => Want::Unchanged,
+                BatchOutcome::Dropped => Want::Dropped,
+                BatchOutcome::Rewritten(out) => {
+                    let v = BatchView::new(&out).unwrap();
+                    v.verify_crc().unwrap();
+                    let orig = BatchView::new(&b).unwrap();
+                    // Everything but the horizon (and so the CRC) is the marker's.
+                    assert!(v.is_control() && v.is_transactional(), "{name}");
+                    assert_eq!(
+                        (v.base_offset(), v.last_offset(), v.producer_id()),
+                        (orig.base_offset(), orig.last_offset(), orig.producer_id()),
+                        "{name}"
+                    );
+                    assert_eq!(v.producer_epoch(), orig.producer_epoch(), "{name}");
+                    assert_eq!(v.max_timestamp(), orig.max_timestamp(), "{name}");
+                    assert_eq!(
+                        skiff_record::parse_end_txn_marker(&v).unwrap(),
+                        skiff_record::parse_end_txn_marker(&orig).unwrap(),
+                        "{name}"
+                    );
+                    Want::Horizon(v.delete_horizon_ms().unwrap())
+                }
+            };
+            assert_eq!(got, want, "{name} (abort: {abort})");
+            assert_eq!(
+                c.markers_removed,
+                u64::from(want == Want::Dropped),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn aborted_batches_lose_every_record_below_the_map_end() {
+    let config = LogConfig::default();
+    // Winners by offset: the aborted records would win if they were looked up.
+    let map = map_of(&[("a", 10), ("b", 11)]);
+    let txn = BatchOptions {
+        is_transactional: true,
+        producer_id: 7,
+        producer_epoch: 2,
+        base_sequence: 0,
+        ..BatchOptions::default()
+    };
+    let b = batch(
+        10,
+        txn,
+        &[
+            r("a", Some("x"), NOW),
+            r("b", None, NOW),
+            r("c", Some("y"), NOW),
+        ],
+    );
+    // (name, map end, retain, kept offsets, dropped whole)
+    let table: [(&str, i64, bool, Vec<i64>, bool); 4] = [
+        ("all below the map end", 1000, false, vec![], true),
+        ("retained: kept empty", 1000, true, vec![], false),
+        ("straddling the map end", 12, false, vec![12], false),
+        ("past the map end", 10, false, vec![10, 11, 12], false),
+    ];
+    for (name, map_end, retain, kept, dropped) in table {
+        let ctx = FilterContext {
+            map: &map,
+            map_end,
+            now_ms: NOW,
+            config: &config,
+            max_records_bytes: 1 << 20,
+        };
+        let mut c = FilterCounts::default();
+        let out = filter_data_batch(&ctx, &b, retain, true, &mut c).unwrap();
+        let removed = 3 - kept.len() as u64;
+        assert_eq!(c.aborted_removed, removed, "{name}");
+        assert_eq!(c.records_removed, removed, "{name}");
+        match out {
+            BatchOutcome::Dropped => assert!(dropped, "{name}"),
+            BatchOutcome::Unchanged => assert_eq!(kept.len(), 3, "{name}"),
+            BatchOutcome::Rewritten(o) => {
+                assert!(!dropped, "{name}");
+                let got: Vec<i64> = contents(&o).into_iter().map(|r| r.0).collect();
+                assert_eq!(got, kept, "{name}");
+                let v = BatchView::new(&o).unwrap();
+                assert_eq!((v.base_offset(), v.last_offset()), (10, 12), "{name}");
+                assert!(v.is_transactional() && v.producer_id() == 7, "{name}");
+            }
+        }
+    }
+    // The same batch, not aborted, keeps its winners.
+    let ctx = FilterContext {
+        map: &map,
+        map_end: 1000,
+        now_ms: NOW,
+        config: &config,
+        max_records_bytes: 1 << 20,
+    };
+    let mut c = FilterCounts::default();
+    let out = filter_data_batch(&ctx, &b, false, false, &mut c).unwrap();
+    let got: Vec<i64> = contents(&rewritten(out)).into_iter().map(|r| r.0).collect();
+    assert_eq!(got, vec![10, 11, 12]);
 }

@@ -11,6 +11,9 @@
 //!   ratio, and the grouping of output segments up to `segment.bytes`;
 //! * [`filter`]: which records of a batch survive (winner only; tombstone delete horizon;
 //!   RETAIN_EMPTY for active producers' last batches and each output's last batch);
+//! * [`txn`]: transactions (issue 18) in a walk: which batches are aborted (removed, never in
+//!   the key map), which markers have no data left (removed after their delete horizon), which
+//!   `.txnindex` entries the cleaned segments keep; the range stops at the first unstable offset;
 //! * [`clean`]: one clean of one log (read, filter, write `.cleaned`, swap), throttled;
 //! * [`worker`]: the `log.cleaner.threads` background threads and the checkpoint file;
 //! * [`stats`]: per-log cleaner state (serde-serialisable) for logs, admin API and metrics.
@@ -27,6 +30,7 @@ pub mod keymap;
 pub mod select;
 pub mod stats;
 pub mod strategy;
+pub mod txn;
 pub mod worker;
 
 pub use clean::{CleanError, CleanOutcome, CleanParams, Throttle, clean_log};

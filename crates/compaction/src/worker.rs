@@ -292,6 +292,8 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
                 bytes_written = o.bytes_written,
                 records_removed = o.records_removed,
                 tombstones_removed = o.tombstones_removed,
+                aborted_records_removed = o.aborted_records_removed,
+                markers_removed = o.markers_removed,
                 invalid_header_values = o.invalid_header_values,
                 segments_replaced = o.segments_replaced,
                 segments_written = o.segments_written,

@@ -23,6 +23,11 @@
 //! steps 2-3 leaves the in-memory log short of the renamed segments until the next start,
 //! which rolls the swap forward (Kafka takes the log dir offline in that case).
 //!
+//! Transactions (issue 18): the view also carries the first unstable offset, every segment's
+//! `.txnindex` entries and the epochs of producers whose last entry is a marker; a cleaned
+//! segment's `.txnindex` is what the cleaner wrote ([`CleanedSegment::write_txn_index`], even
+//! empty), else the replaced segments' entries, carried over by the swap.
+//!
 //! Invariant: `replace_segments` refuses (returns `Ok(false)`) unless every replaced segment is
 //! still in the log with the same file and size it had in the view, so a concurrent retention
 //! pass, truncation or delete never races with a swap. Offsets never change: the cleaned
@@ -40,6 +45,7 @@ use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::log::{Log, fsync_dir, remove_files};
 use crate::segment::scan::{BatchHeader, BatchReader, HeaderScanner};
+use crate::segment::txn_index::AbortedTxn;
 use crate::segment::{
     DELETED_SUFFIX, LOG_SUFFIX, LogSegment, SEGMENT_FILE_SUFFIXES, SegmentOptions,
     parse_base_offset, segment_file, segment_file_paths,
@@ -106,6 +112,15 @@ pub struct CleanView {
     /// nothing waits or the feature is off), read under the same lock as the rest, so a
     /// delayed batch appended after the view is above `high_watermark` anyway.
     pub delivery_stable_offset: Option<i64>,
+    /// transactions (issue 18): [`Log::first_unstable_offset`] when the view was taken; the
+    /// cleaner never cleans at or past it (Kafka's cleanable range stops at the LSO).
+    pub first_unstable_offset: Option<i64>,
+    /// Every segment's `.txnindex` entries (aborted transactions), in marker order.
+    pub aborted_txns: Vec<AbortedTxn>,
+    /// `(producer id, epoch)` of known producers without a remembered data batch (their last
+    /// entry is a transaction marker, whose epoch fences): the cleaner keeps such a marker
+    /// (Kafka's `isBatchLastRecordOfProducer`, case 3).
+    pub producer_marker_epochs: Vec<(i64, i16)>,
 }
 
 /// Steps of [`Log::replace_segments`], for crash tests: the hook sees each step after it is
@@ -126,6 +141,9 @@ pub struct CleanedSegment {
     dir: PathBuf,
     seg: LogSegment,
     last_offset: Option<i64>,
+    /// The cleaner wrote the `.txnindex` itself ([`CleanedSegment::write_txn_index`]): the
+    /// swap does not carry the replaced segments' entries over.
+    txn_index_written: bool,
 }
 
 impl CleanedSegment {
@@ -143,6 +161,7 @@ impl CleanedSegment {
             dir: dir.to_path_buf(),
             seg,
             last_offset: None,
+            txn_index_written: false,
         })
     }
 
@@ -172,6 +191,26 @@ impl CleanedSegment {
         }
         self.seg.append(batch, h.last_offset, h.max_timestamp)?;
         self.last_offset = Some(h.last_offset);
+        Ok(())
+    }
+
+    /// Sets the segment's `.txnindex` to `entries` (the aborted transactions whose ABORT marker
+    /// the cleaned segment keeps and whose data it may still hold; marker order, strictly
+    /// increasing). Once called, even with no entries, the swap keeps exactly these instead of
+    /// carrying the replaced segments' entries over. Flushed by [`CleanedSegment::finish`].
+    pub fn write_txn_index(&mut self, entries: Vec<AbortedTxn>) -> Result<()> {
+        let in_order = entries
+            .windows(2)
+            .all(|w| w[0].last_offset < w[1].last_offset)
+            && entries.iter().all(|e| e.first_offset <= e.last_offset);
+        if !in_order {
+            return Err(StorageError::InvalidArgument(
+                "cleaner .txnindex entries out of order".into(),
+            ));
+        }
+        let idx = self.seg.txn_index_mut();
+        idx.rewrite(entries).at(idx.path())?;
+        self.txn_index_written = true;
         Ok(())
     }
 
@@ -235,6 +274,20 @@ impl Log {
             } else {
                 None
             },
+            first_unstable_offset: self.first_unstable_offset(),
+            aborted_txns: self
+                .segments
+                .values()
+                .flat_map(|s| s.txn_index().entries().iter().copied())
+                .collect(),
+            producer_marker_epochs: self
+                .producers
+                .state
+                .entries()
+                .into_iter()
+                .filter(|e| e.last_data_offset() < 0 && e.epoch >= 0)
+                .map(|e| (e.producer_id, e.epoch))
+                .collect(),
         })
     }
 
@@ -280,8 +333,8 @@ impl Log {
             cleaned.discard();
             return Ok(false);
         }
-        // transactions (issue 18): a cleaned segment without its own `.txnindex` entries takes
-        // the replaced segments' (their data is kept or the entries are harmless).
+        // transactions (issue 18): a cleaned segment whose `.txnindex` the cleaner did not
+        // write takes the replaced segments' entries (their data is kept as it was).
         if let Err(e) = self.carry_txn_index(&mut cleaned, replaced) {
             cleaned.discard();
             return Err(e);
@@ -327,9 +380,9 @@ impl Log {
 
 impl Log {
     /// Copies the replaced segments' aborted transactions into `cleaned`'s (fsynced) index
-    /// unless the cleaner wrote entries itself.
+    /// unless the cleaner wrote the index itself.
     fn carry_txn_index(&self, cleaned: &mut CleanedSegment, replaced: &[SegmentRef]) -> Result<()> {
-        if !cleaned.seg.txn_index().entries().is_empty() {
+        if cleaned.txn_index_written || !cleaned.seg.txn_index().entries().is_empty() {
             return Ok(());
         }
         let carried: Vec<_> = replaced

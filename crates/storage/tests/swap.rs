@@ -236,3 +236,87 @@ fn a_crash_inside_step_two_leaves_no_old_index_on_the_new_segment() {
     assert!(read_all(&log, i64::MAX) == new, "the new content");
     assert_eq!(log.log_end_offset(), end);
 }
+
+/// transactions (issue 18): the view names the first unstable offset, every `.txnindex` entry
+/// and the producers whose last entry is a marker; an index the cleaner writes (even empty)
+/// replaces the replaced segments' entries, and survives a restart.
+#[test]
+fn the_cleaner_writes_the_txnindex_and_the_view_names_transactions() {
+    use skiff_record::{BatchOptions, ControlType, build_end_txn_marker};
+    use skiff_storage::AbortedTxn;
+    let d = tempdir();
+    let config = small_config(1 << 20);
+    let (mut log, _) = open(d.path(), &config, true, 0);
+    let txn = |pid: i64, seq: i32| BatchOptions {
+        producer_id: pid,
+        producer_epoch: 0,
+        base_sequence: seq,
+        is_transactional: true,
+        ..BatchOptions::default()
+    };
+    let rec = || vec![Rec::new(T0, Some(b"k"), Some(b"v"))];
+    append(&mut log, build_batch(txn(1, 0), &rec()), 0, T0); // 0: A
+    // A's abort bumps its epoch (a coordinator timeout): A has no data batch left in memory.
+    let abort = build_end_txn_marker(1, 1, 3, ControlType::Abort, T0).unwrap();
+    append(&mut log, abort, 0, T0); // 1
+    append(&mut log, build_batch(Default::default(), &rec()), 0, T0); // 2
+    log.roll(T0).unwrap();
+    append(&mut log, build_batch(txn(2, 0), &rec()), 0, T0); // 3: B, open
+    log.set_high_watermark(4);
+    let entry = AbortedTxn {
+        producer_id: 1,
+        first_offset: 0,
+        last_offset: 1,
+        last_stable_offset: 2,
+    };
+    let view = log.clean_view().unwrap();
+    assert_eq!(view.first_unstable_offset, Some(3));
+    assert_eq!(view.aborted_txns, vec![entry]);
+    assert_eq!(view.producer_marker_epochs, vec![(1, 1)]);
+    assert_eq!(view.producer_last_batches, vec![(2, 3)]);
+
+    // A copy of [0, 3) with the ABORT and its data, but an index written empty.
+    let group = view.segments[..1].to_vec();
+    let copy = |index: Option<Vec<AbortedTxn>>| {
+        let mut out = CleanedSegment::create(d.path(), 0, &config, T0).unwrap();
+        let mut scan = group[0].headers();
+        while let Some(h) = scan.next_header().unwrap() {
+            out.append(&skiff_storage::swap::read_batch(&group[0].file, &h).unwrap())
+                .unwrap();
+        }
+        if let Some(e) = index {
+            out.write_txn_index(e).unwrap();
+        }
+        out.finish(None).unwrap();
+        out
+    };
+    let mut bad = copy(None);
+    let twice = vec![entry, entry];
+    assert!(bad.write_txn_index(twice).is_err(), "out of order");
+    bad.discard();
+    assert!(
+        log.replace_segments(copy(Some(vec![])), &group, T0)
+            .unwrap()
+    );
+    assert_eq!(log.collect_aborted_txns(0, 4), vec![]);
+    assert_eq!(log.clean_view().unwrap().aborted_txns, vec![]);
+    // Not written: carried over. Written: exactly what was written.
+    let group = log.clean_view().unwrap().segments[..1].to_vec();
+    assert!(
+        log.replace_segments(copy(Some(vec![entry])), &group, T0)
+            .unwrap()
+    );
+    assert_eq!(log.clean_view().unwrap().aborted_txns, vec![entry]);
+    let group = log.clean_view().unwrap().segments[..1].to_vec();
+    assert!(log.replace_segments(copy(None), &group, T0).unwrap());
+    assert_eq!(log.clean_view().unwrap().aborted_txns, vec![entry]);
+    let group = log.clean_view().unwrap().segments[..1].to_vec();
+    assert!(
+        log.replace_segments(copy(Some(vec![])), &group, T0)
+            .unwrap()
+    );
+    log.close(T0).unwrap();
+    drop(log);
+    let (log, _) = open(d.path(), &config, true, 0);
+    assert_eq!(log.clean_view().unwrap().aborted_txns, vec![]);
+}
