@@ -12,8 +12,12 @@
 //!   index and offset-for-timestamp latency, durable mode with group commit. See [`storage`].
 //! - `delivery` (issue 8): produce CPU-ms/MB on delay-enabled topics (0/1/100% delayed) vs a
 //!   plain topic, and bytes per pending delayed batch at 1M pending. See [`delivery`].
-//! - `produce` (issue 5): a pipelining Produce load generator over TCP (idempotent or not) that
-//!   prints one `produce: key=value ...` line. See [`produce_gen`].
+//! - `produce` (issue 5): a pipelining Produce load generator over TCP (idempotent or not,
+//!   or transactional: issue 18, [`txn_gen`]) that prints one `produce: key=value ...` line.
+//!   See [`produce_gen`].
+//! - `fetch` / `topic` (issue 18): a consumer's Fetch loop (read_committed or
+//!   read_uncommitted) with the broker's CPU per MB, and CreateTopics / DeleteTopics for the
+//!   cells of `bench/transactions/`. See [`fetch_gen`].
 //!
 //! - `compaction` (issue 7): cleaner throughput against raw read+write, producer CPU with and
 //!   without a cleaner. See [`compaction`].
@@ -38,6 +42,7 @@ mod cluster;
 mod compaction;
 mod delivery;
 mod durable;
+mod fetch_gen;
 mod index;
 mod latency_floor;
 mod machine;
@@ -49,6 +54,7 @@ mod read;
 mod report;
 mod sendfile_floor;
 mod storage;
+mod txn_gen;
 
 use std::path::PathBuf;
 
@@ -114,6 +120,11 @@ enum Command {
     /// One side of the latency floor of the broker benchmark's latency phase (used by
     /// bench/broker/vs_kafka.py): a bare relay with a log's I/O, and its paced client.
     LatencyFloor(latency_floor::Args),
+    /// A consumer's Fetch loop over a topic (issue 18): read_uncommitted or read_committed,
+    /// N passes, the broker's CPU per MB; prints one `fetch: key=value ...` line.
+    Fetch(fetch_gen::Args),
+    /// CreateTopics / DeleteTopics of one topic (the transaction benchmark's cells).
+    Topic(fetch_gen::TopicArgs),
     /// The metadata quorum of a 3-node cluster (issue 16): CreateTopics/s to the controller
     /// and through a forwarding node, controller failover time, idle CPU per node.
     Cluster(cluster::Args),
@@ -142,5 +153,7 @@ fn main() -> anyhow::Result<()> {
         Command::LatencyFloor(args) => latency_floor::main(args),
         Command::Partitions(args) => partitions::main(args),
         Command::Cluster(args) => cluster::main(args),
+        Command::Fetch(args) => fetch_gen::main(args),
+        Command::Topic(args) => fetch_gen::topic_main(args),
     }
 }

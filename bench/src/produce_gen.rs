@@ -22,6 +22,11 @@
 //! `--rate-mb R` paces the run to R MB/s of values (a background load, e.g. one keeping a
 //! compacted topic dirty while another generator measures).
 //!
+//! Transactions (issue 18): `--transactional-id ID --records-per-txn N` makes it a
+//! transactional producer ([`crate::txn_gen`]): the run is cut into transactions of N records,
+//! each AddPartitionsToTxn, pipelined transactional batches, EndTxn commit; the warm-up is a
+//! transaction of its own.
+//!
 //! Output: one `produce: key=value ...` line (parsed by `bench/idempotence/`), then exit 0; any
 //! unexpected answer is an error (exit 1). It is a benchmark tool, not a client: no retries,
 //! no reconnects, no leader changes.
@@ -34,23 +39,23 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use bytes::{Bytes, BytesMut};
 use skiff_protocol::{
-    ApiKey, InitProducerIdRequest, MetadataRequest, MetadataRequestTopic, PartitionProduceData,
-    ProduceRequest, Records, RequestBody, RequestHeader, ResponseBody, TopicProduceData,
-    decode_response, encode_request,
+    ApiKey, MetadataRequest, MetadataRequestTopic, PartitionProduceData, ProduceRequest, Records,
+    RequestBody, RequestHeader, ResponseBody, TopicProduceData, decode_response, encode_request,
 };
 use skiff_record::{BatchBuilder, BatchOptions, Header};
 
+use crate::fetch_gen::{sched_delta_ms, sched_ns};
 use crate::payload::Rng;
 use crate::produce_plan::{
     BatchPlan, Checker, DelaySpread, PartitionAnswer, Planner, pace_sleep, record_key,
 };
+use crate::txn_gen::{Feed, Next, Txn, TxnStats};
 
 /// The delivery header (`skiff_storage::delivery::DELAY_HEADER`; the bench speaks the wire).
 const DELAY_HEADER: &str = "__delay_ms";
 
 const PRODUCE_VERSION: i16 = 11;
 const METADATA_VERSION: i16 = 12;
-const INIT_PRODUCER_ID_VERSION: i16 = 4;
 /// Every blocking read or write, and the metadata wait, is bounded by this.
 const DEADLINE: Duration = Duration::from_secs(30);
 /// Distinct random values cycled through (so batches are not all one repeated value).
@@ -99,6 +104,16 @@ pub struct Args {
     /// Pace the run to this many MB/s of record values (default: as fast as answers come).
     #[arg(long)]
     pub rate_mb: Option<f64>,
+    /// A transactional producer with this id (implies --idempotent): transactions of
+    /// --records-per-txn records, each committed.
+    #[arg(long)]
+    pub transactional_id: Option<String>,
+    #[arg(long, default_value_t = 1000)]
+    pub records_per_txn: u64,
+    /// Wait before retrying CONCURRENT_TRANSACTIONS (the previous commit's markers not yet
+    /// written); the Java client waits 20 ms.
+    #[arg(long, default_value_t = 1)]
+    pub txn_retry_ms: u64,
 }
 
 /// Runs the subcommand: prints the `produce:` line.
@@ -117,8 +132,14 @@ pub fn main(a: Args) -> Result<()> {
         delay_percent: a.delay_percent,
         delay_ms: a.delay_ms,
         rate_mb: a.rate_mb,
+        transactional_id: a.transactional_id,
+        records_per_txn: a.records_per_txn,
+        txn_retry_ms: a.txn_retry_ms,
     };
-    println!("{}", run(&opts)?.line(opts.idempotent));
+    println!(
+        "{}",
+        run(&opts)?.line(opts.idempotent || opts.transactional_id.is_some())
+    );
     Ok(())
 }
 
@@ -138,6 +159,9 @@ pub struct Options {
     pub delay_percent: f64,
     pub delay_ms: u64,
     pub rate_mb: Option<f64>,
+    pub transactional_id: Option<String>,
+    pub records_per_txn: u64,
+    pub txn_retry_ms: u64,
 }
 
 /// The figures of one run.
@@ -154,10 +178,14 @@ pub struct Outcome {
     pub broker_cpu_ms: Option<f64>,
     /// CPU of the broker's threads named `skiff-worker` and `skiff-cleaner*` over the window.
     pub broker_threads_cpu_ms: Option<ThreadCpu>,
+    /// The broker's CPU from its threads' schedstat (ns resolution; threads alive at the end).
+    pub broker_sched_ms: Option<f64>,
     pub records_per_batch: usize,
     pub keys: u64,
     pub delayed_batches: u64,
     pub batches: u64,
+    /// Transactional mode: records per transaction and the figures of [`TxnStats`].
+    pub txn: Option<(u64, TxnStats)>,
 }
 
 /// CPU of the broker's thread classes over a window, ms.
@@ -193,10 +221,26 @@ impl Outcome {
             " keys={} batches={} delayed_batches={}",
             self.keys, self.batches, self.delayed_batches
         ));
+        if let Some((n, t)) = self.txn {
+            s.push_str(&format!(
+                " records_per_txn={n} txns={} txn_retries={} add_ms_per_txn={:.3} \
+                 end_ms_per_txn={:.3}",
+                t.committed,
+                t.retries,
+                t.add_ms / t.committed.max(1) as f64,
+                t.end_ms / t.committed.max(1) as f64
+            ));
+        }
         if let Some(b) = self.broker_cpu_ms {
             s.push_str(&format!(
                 " broker_cpu_ms={b:.0} broker_cpu_ms_per_mb={:.3}",
                 b / self.payload_mb
+            ));
+        }
+        if let Some(b) = self.broker_sched_ms {
+            let per_mb = b / self.payload_mb;
+            s.push_str(&format!(
+                " broker_sched_ms={b:.1} broker_sched_ms_per_mb={per_mb:.4}"
             ));
         }
         if let Some(t) = self.broker_threads_cpu_ms {
@@ -425,33 +469,14 @@ impl Conn {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-
-    fn init_producer_id(&mut self) -> Result<i64> {
-        let req = InitProducerIdRequest {
-            transactional_id: None,
-            transaction_timeout_ms: 60_000,
-            producer_id: -1,
-            producer_epoch: -1,
-        };
-        let ResponseBody::InitProducerId(r) = self.call(INIT_PRODUCER_ID_VERSION, req.into())?
-        else {
-            bail!("not an InitProducerId response");
-        };
-        if r.error_code != 0 || r.producer_epoch != 0 {
-            bail!(
-                "InitProducerId: error {} epoch {}",
-                r.error_code,
-                r.producer_epoch
-            );
-        }
-        Ok(r.producer_id)
-    }
 }
 
 /// Builds one request's batches.
 struct Encoder {
     topic: String,
     producer_id: i64,
+    producer_epoch: i16,
+    transactional_id: Option<String>,
     values: Vec<Vec<u8>>,
     next_value: usize,
     keys: u64,
@@ -469,7 +494,11 @@ impl Encoder {
         let mut partition_data = Vec::with_capacity(plan.len());
         for b in plan {
             let mut builder = BatchBuilder::new(if self.producer_id >= 0 {
-                idempotent_opts(self.producer_id, b.base_sequence)
+                BatchOptions {
+                    producer_epoch: self.producer_epoch,
+                    is_transactional: self.transactional_id.is_some(),
+                    ..idempotent_opts(self.producer_id, b.base_sequence)
+                }
             } else {
                 BatchOptions::default()
             });
@@ -496,7 +525,7 @@ impl Encoder {
             });
         }
         Ok(ProduceRequest {
-            transactional_id: None,
+            transactional_id: self.transactional_id.clone(),
             acks: -1,
             timeout_ms: 30_000,
             topic_data: vec![TopicProduceData {
@@ -539,14 +568,26 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         .collect();
     let mut conn = Conn::open(&opts.bootstrap)?;
     let partitions = conn.partitions(&opts.topic)?;
-    let producer_id = if opts.idempotent {
-        conn.init_producer_id()?
-    } else {
-        -1
+    let txn = match &opts.transactional_id {
+        Some(id) => Some(Txn::init(
+            &mut conn,
+            id,
+            &opts.topic,
+            opts.records_per_txn,
+            Duration::from_millis(opts.txn_retry_ms),
+        )?),
+        None => None,
+    };
+    let (producer_id, producer_epoch) = match (&txn, opts.idempotent) {
+        (Some(t), _) => (t.producer_id, t.producer_epoch),
+        (None, true) => crate::txn_gen::init_producer_id(&mut conn, None)?,
+        (None, false) => (-1, -1),
     };
     let mut enc = Encoder {
         topic: opts.topic.clone(),
         producer_id,
+        producer_epoch,
+        transactional_id: txn.as_ref().map(|t| t.id().to_string()),
         values,
         next_value: 0,
         keys: opts.keys,
@@ -556,31 +597,34 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         batches: 0,
         delayed_batches: 0,
     };
-    let mut planner = Planner::new(
+    let planner = Planner::new(
         partitions,
         per_batch,
         max_request_batches,
-        opts.idempotent,
+        producer_id >= 0,
         opts.records,
     );
+    let mut feed = Feed::new(planner, txn);
     let mut checker = Checker::new(partitions);
-    let warm = planner.warmup();
+    let warm = feed.warmup(&mut conn)?;
     let got = answers(conn.call(PRODUCE_VERSION, enc.request(&warm, false)?)?)?;
     checker
         .check(&warm, &got)
         .map_err(|e| anyhow::anyhow!("warm-up: {e}"))?;
+    feed.warmup_done(&mut conn, &mut checker)?;
 
     let max_in_flight = opts.max_in_flight.max(1);
     let mut in_flight: VecDeque<(i32, Vec<BatchPlan>, Instant)> = VecDeque::new();
     let (mut requests, mut rtt_total) = (0u64, Duration::ZERO);
     let broker0 = opts.broker_pid.map(|p| cpu_ms(Some(p))).transpose()?;
     let threads0 = opts.broker_pid.map(threads_cpu).transpose()?;
+    let sched0 = opts.broker_pid.map(sched_ns).transpose()?;
     let (self0, t0) = (cpu_ms(None)?, Instant::now());
     let mut sent_bytes = 0u64;
     loop {
         while in_flight.len() < max_in_flight
             && pace_sleep(opts.rate_mb, sent_bytes, t0.elapsed()).is_zero()
-            && let Some(plan) = planner.next_request()
+            && let Next::Send(plan) = feed.next(&mut conn, in_flight.is_empty(), &mut checker)?
         {
             sent_bytes +=
                 plan.iter().map(|b| b.records as u64).sum::<u64>() * opts.record_bytes as u64;
@@ -609,6 +653,10 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         (Some(p), Some(b0)) => Some(cpu_ms(Some(p))? - b0),
         _ => None,
     };
+    let broker_sched_ms = match (opts.broker_pid, sched0) {
+        (Some(p), Some(s0)) => Some(sched_delta_ms(&s0, &sched_ns(p)?)),
+        _ => None,
+    };
     let broker_threads_cpu_ms = match (opts.broker_pid, threads0) {
         (Some(p), Some(t0)) => Some(thread_cpu_delta(&t0, &threads_cpu(p)?)),
         _ => None,
@@ -624,10 +672,12 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         client_cpu_ms,
         broker_cpu_ms,
         broker_threads_cpu_ms,
+        broker_sched_ms,
         records_per_batch: per_batch,
         keys: opts.keys,
         delayed_batches: enc.delayed_batches,
         batches: enc.batches,
+        txn: feed.txn.map(|t| (opts.records_per_txn, t.stats)),
     })
 }
 

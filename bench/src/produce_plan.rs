@@ -18,6 +18,14 @@
 //! never names a partition twice; the planner hands out exactly `total` records after the
 //! warm-up.
 //!
+//! Transactions (issue 18): [`plan_txn`] cuts the same stream into transactions of
+//! `per_txn` records, planned whole ([`TxnPlan`]: its requests and the partitions they write,
+//! which AddPartitionsToTxn needs before the first batch); the last batch of a transaction is
+//! short when `per_txn` is not a multiple of the batch, so every transaction holds exactly
+//! `per_txn` records (the run's last may hold fewer) and sequences continue across them. A
+//! commit's marker takes one offset in each of the transaction's partitions, before the next
+//! transaction may add them: [`Checker::skip_markers`] expects that gap.
+//!
 //! Record content helpers (bench2, issues 7 and 8), pure as well: [`DelaySpread`] says which
 //! timed batches carry a `__delay_ms` header on their first record (`percent` of them, evenly
 //! spread: batch `i` is delayed when `floor((i+1)·p/100) > floor(i·p/100)`, so 1% is every
@@ -102,17 +110,66 @@ impl Planner {
 
     /// The next request's batches, or `None` once every record was handed out.
     pub fn next_request(&mut self) -> Option<Vec<BatchPlan>> {
+        self.next_request_upto(u64::MAX)
+    }
+
+    /// [`Planner::next_request`] carrying at most `cap` records (a transaction's remainder:
+    /// its last batch is short so the next transaction starts with a full one).
+    pub fn next_request_upto(&mut self, cap: u64) -> Option<Vec<BatchPlan>> {
         let partitions = self.next_sequence.len();
         let mut out = Vec::new();
-        while self.remaining > 0 && out.len() < self.max_request_batches.min(partitions) {
-            let records = self.remaining.min(self.per_batch as u64) as usize;
+        let mut cap = cap;
+        while self.remaining > 0 && cap > 0 && out.len() < self.max_request_batches.min(partitions)
+        {
+            let records = self.remaining.min(cap).min(self.per_batch as u64) as usize;
             let p = self.next_partition;
             self.next_partition = (p + 1) % partitions;
             out.push(self.take(p, records));
             self.remaining -= records as u64;
+            cap -= records as u64;
         }
         (!out.is_empty()).then_some(out)
     }
+}
+
+/// One transaction of the transactional mode, planned whole before it starts: its partitions
+/// go to AddPartitionsToTxn before any of its batches is sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnPlan {
+    /// The Produce requests, in order (pipelined inside the transaction).
+    pub requests: Vec<Vec<BatchPlan>>,
+    /// Every partition the requests write, ascending, each once.
+    pub partitions: Vec<i32>,
+    pub records: u64,
+}
+
+impl TxnPlan {
+    /// A transaction of these requests (the warm-up's is one request).
+    pub fn of(requests: Vec<Vec<BatchPlan>>) -> TxnPlan {
+        let mut partitions: Vec<i32> = requests.iter().flatten().map(|b| b.partition).collect();
+        partitions.sort_unstable();
+        partitions.dedup();
+        let records = requests.iter().flatten().map(|b| b.records as u64).sum();
+        TxnPlan {
+            requests,
+            partitions,
+            records,
+        }
+    }
+}
+
+/// The next transaction: the planner's next `per_txn` records (>= 1; fewer for the last), or
+/// `None` once every record was handed out. Sequences continue across transactions.
+pub fn plan_txn(planner: &mut Planner, per_txn: u64) -> Option<TxnPlan> {
+    let mut left = per_txn.max(1);
+    let mut requests = Vec::new();
+    while left > 0
+        && let Some(r) = planner.next_request_upto(left)
+    {
+        left -= r.iter().map(|b| b.records as u64).sum::<u64>();
+        requests.push(r);
+    }
+    (!requests.is_empty()).then(|| TxnPlan::of(requests))
 }
 
 /// Which batches carry a `__delay_ms` header (see the module doc).
@@ -182,6 +239,19 @@ impl Checker {
     pub fn new(partitions: usize) -> Checker {
         Checker {
             next_offset: vec![None; partitions.max(1)],
+        }
+    }
+
+    /// A transaction committed: its marker took one offset in each of `partitions` (written
+    /// before the next transaction may add them, so before any later batch of theirs).
+    pub fn skip_markers(&mut self, partitions: &[i32]) {
+        for p in partitions {
+            if let Some(Some(next)) = usize::try_from(*p)
+                .ok()
+                .and_then(|i| self.next_offset.get_mut(i))
+            {
+                *next += 1;
+            }
         }
     }
 
@@ -331,6 +401,80 @@ mod tests {
         // Partition 1 repeats the previous offset: a duplicate.
         let err = c.check(&r2, &answers(&r2, &[6, 1])).unwrap_err();
         assert!(err.contains("partition 1"), "{err}");
+    }
+
+    /// (per batch, request batches, partitions, total, per txn) -> records of each txn.
+    #[test]
+    fn transactions_cut_the_stream_exactly() {
+        for (per_batch, req_batches, parts, total, per_txn, want) in [
+            (15, 1, 1, 250, 100, vec![100, 100, 50]),
+            (15, 1, 1, 2000, 1000, vec![1000, 1000]),
+            (15, 8, 3, 100, 1000, vec![100]),
+            (7, 2, 2, 30, 10, vec![10, 10, 10]),
+            (4, 8, 1, 3, 0, vec![1, 1, 1]), // per_txn 0 is clamped to 1
+        ] {
+            let mut p = Planner::new(parts, per_batch, req_batches, true, total);
+            p.warmup();
+            let mut next = vec![1i32; parts];
+            let mut got = Vec::new();
+            while let Some(t) = plan_txn(&mut p, per_txn) {
+                let batches: Vec<&BatchPlan> = t.requests.iter().flatten().collect();
+                assert_eq!(
+                    batches.iter().map(|b| b.records as u64).sum::<u64>(),
+                    t.records
+                );
+                assert!(batches.iter().all(|b| b.records <= per_batch));
+                for b in &batches {
+                    let i = b.partition as usize;
+                    assert_eq!(b.base_sequence, next[i], "sequences continue");
+                    next[i] += b.records as i32;
+                }
+                let mut parts_of: Vec<i32> = batches.iter().map(|b| b.partition).collect();
+                parts_of.sort_unstable();
+                parts_of.dedup();
+                assert_eq!(
+                    t.partitions, parts_of,
+                    "every written partition added, once"
+                );
+                got.push(t.records);
+            }
+            assert_eq!(
+                got, want,
+                "{per_batch} {req_batches} {parts} {total} {per_txn}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_transaction_of_100_records_in_15_record_batches() {
+        let mut p = Planner::new(1, 15, 8, true, 200);
+        p.warmup();
+        let t = plan_txn(&mut p, 100).unwrap();
+        let sizes: Vec<usize> = t.requests.iter().map(|r| r[0].records).collect();
+        assert_eq!(sizes, vec![15, 15, 15, 15, 15, 15, 10], "last batch short");
+        let t2 = plan_txn(&mut p, 100).unwrap();
+        assert_eq!(t2.requests[0][0].records, 15, "next starts full");
+        assert_eq!(t2.requests[0][0].base_sequence, 101);
+        assert_eq!(
+            TxnPlan::of(p.warmup().into_iter().map(|b| vec![b]).collect()).records,
+            1
+        );
+    }
+
+    #[test]
+    fn a_commit_marker_takes_one_offset_per_partition() {
+        let mut p = Planner::new(2, 5, 8, true, 20);
+        let mut c = Checker::new(2);
+        let w = p.warmup();
+        c.check(&w, &answers(&w, &[0, 0])).unwrap();
+        c.skip_markers(&[0, 1]);
+        let r1 = p.next_request().unwrap();
+        let err = c.check(&r1, &answers(&r1, &[1, 1])).unwrap_err();
+        assert!(err.contains("1 but 2 expected"), "{err}");
+        let mut c = Checker::new(2);
+        c.check(&w, &answers(&w, &[0, 0])).unwrap();
+        c.skip_markers(&[1, 9]); // an unknown partition is ignored
+        c.check(&r1, &answers(&r1, &[1, 2])).unwrap();
     }
 
     fn delayed_of(percent: f64, n: usize) -> Vec<usize> {
