@@ -12,11 +12,12 @@
 //!   get-offsets sees it;
 //! - `kafka-log-dirs` (`LogDirsCommand`): the partitions with their sizes;
 //! - `kafka-producer-perf-test` / `kafka-consumer-perf-test`: smoke runs that move every
-//!   record.
+//!   record;
+//! - `kafka-transactions` (`TransactionsCommand`, issue 18): list, describe and
+//!   describe-producers with a committed and an open transaction.
 //!
 //! `kafka-metadata-quorum` runs in `kraft_storage.rs` (against a KRaft node);
-//! `kafka-leader-election`, `kafka-transactions` and `kafka-acls` join when their features do
-//! (issues 17, 18, 19).
+//! `kafka-leader-election` and `kafka-acls` join when their features do (issues 17, 19).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -441,4 +442,102 @@ fn kafka_cli_log_dirs_and_perf_tests() {
     let total: i64 = sizes.values().sum();
     // 5000 records of 100 bytes in v2 batches: more than the payload, less than twice it.
     assert!((500_000..1_000_000).contains(&total), "log sizes {sizes:?}");
+}
+
+/// kafka-transactions.sh (issue 18): `list`, `describe` and `describe-producers` against a
+/// committed and an open transaction (a producer that exits without committing).
+#[test]
+fn kafka_cli_transactions() {
+    use serde_json::json;
+    use skiff_compat::{Python, python};
+    const TXNS: &str = "org.apache.kafka.tools.TransactionsCommand";
+    let b = Broker::start_with(&[("transaction.state.log.num.partitions", "4")]);
+    let bs = b.bootstrap();
+    let bs = bs.as_str();
+    tool(
+        TOPICS,
+        &[
+            "--bootstrap-server",
+            bs,
+            "--create",
+            "--topic",
+            "ktx",
+            "--partitions",
+            "1",
+        ],
+    );
+    let msgs = json!([{"key": "k", "value": "v", "partition": 0}]);
+    let done = python(
+        Python::PyPi,
+        "txn_ck.py",
+        "transactions",
+        &json!({"bootstrap": bs, "topic": "ktx", "transactional_id": "cli-done",
+                "transactions": [{"messages": msgs, "commit": true}]}),
+    );
+    assert_eq!(
+        done["transactions"][0]["outcome"],
+        json!("committed"),
+        "{done}"
+    );
+    let open = python(
+        Python::PyPi,
+        "txn_ck.py",
+        "hang",
+        &json!({"bootstrap": bs, "topic": "ktx", "transactional_id": "cli-open",
+                "transaction_timeout_ms": 600000, "messages": msgs}),
+    );
+    assert_eq!(open["reports"].as_array().map(Vec::len), Some(1), "{open}");
+
+    let list = tool(TXNS, &["--bootstrap-server", bs, "list"]).stdout;
+    let row = |id: &str| {
+        list.lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("kafka-transactions list has no {id}:\n{list}"))
+            .to_string()
+    };
+    assert!(row("cli-done").contains("CompleteCommit"), "{list}");
+    assert!(row("cli-open").contains("Ongoing"), "{list}");
+
+    let describe = tool(
+        TXNS,
+        &[
+            "--bootstrap-server",
+            bs,
+            "describe",
+            "--transactional-id",
+            "cli-open",
+        ],
+    )
+    .stdout;
+    assert!(
+        describe.contains("Ongoing") && describe.contains("ktx-0"),
+        "kafka-transactions describe:\n{describe}"
+    );
+    eprintln!("{list}\n{describe}");
+    let producers = tool(
+        TXNS,
+        &[
+            "--bootstrap-server",
+            bs,
+            "describe-producers",
+            "--topic",
+            "ktx",
+            "--partition",
+            "0",
+        ],
+    )
+    .stdout;
+    eprintln!("{producers}");
+    // Two producers: the committed one's CurrentTransactionStartOffset is None, the open
+    // one's is its record's offset (2: after the committed record and its marker).
+    let last: Vec<&str> = producers
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    assert_eq!(
+        last,
+        ["None", "2"],
+        "kafka-transactions describe-producers:\n{producers}"
+    );
 }

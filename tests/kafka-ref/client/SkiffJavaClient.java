@@ -42,6 +42,7 @@ public final class SkiffJavaClient {
             case "log_dir_move": out = logDirMove(p); break;
             case "config_resources": out = configResources(p); break;
             case "mixed_group": out = mixedGroup(p); break;
+            case "transactions": out = transactions(p); break;
             default: throw new IllegalArgumentException("unknown command " + args[0]);
         }
         System.out.println(M.writeValueAsString(out));
@@ -55,6 +56,87 @@ public final class SkiffJavaClient {
         c.put("request.timeout.ms", "10000");
         c.put("default.api.timeout.ms", "15000");
         return c;
+    }
+
+    static KafkaProducer<byte[], byte[]> txnProducer(JsonNode p, String tid) {
+        Properties c = base(p);
+        c.put("key.serializer", ByteArraySerializer.class.getName());
+        c.put("value.serializer", ByteArraySerializer.class.getName());
+        c.put("transactional.id", tid);
+        c.put("max.block.ms", "20000");
+        return new KafkaProducer<>(c);
+    }
+
+    // transactions {bootstrap, topic, group}: issue 18. A transactional producer commits 4
+    // records, aborts 3 (flushed first), then commits 2 with sendOffsetsToTransaction (offset 5 of
+    // <topic>-0 for `group`); read_committed and read_uncommitted consumers read the topic;
+    // the group's committed offset; DescribeTransactions / ListTransactions; a second
+    // producer with the same transactional.id fences the first (its commit fails).
+    static ObjectNode transactions(JsonNode p) throws Exception {
+        String topic = p.get("topic").asText();
+        String gid = p.get("group").asText();
+        String tid = topic + "-txn";
+        ObjectNode out = M.createObjectNode();
+        try (Admin admin = Admin.create(base(p))) {
+            admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get(15, TimeUnit.SECONDS);
+        }
+        try (KafkaProducer<byte[], byte[]> prod = txnProducer(p, tid)) {
+            prod.initTransactions();
+            int[][] plan = {{4, 1}, {3, 0}, {2, 1}};
+            for (int t = 0; t < plan.length; t++) {
+                prod.beginTransaction();
+                for (int k = 0; k < plan[t][0]; k++)
+                    prod.send(new ProducerRecord<>(topic, k % 2, b("t" + t + "-k" + k), b("v" + k)));
+                if (t == 2)
+                    prod.sendOffsetsToTransaction(Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(5)),
+                        new ConsumerGroupMetadata(gid));
+                // Sent before the abort: the Java client drops unsent batches of an aborted txn.
+                prod.flush();
+                long t0 = System.currentTimeMillis();
+                if (plan[t][1] == 1) prod.commitTransaction(); else prod.abortTransaction();
+                out.put("end_txn_" + t + "_ms_le_5s", System.currentTimeMillis() - t0 <= 5000);
+            }
+        }
+        for (String iso : List.of("read_committed", "read_uncommitted")) {
+            try (KafkaConsumer<byte[], byte[]> c = consumer(p, Map.of("isolation.level", iso))) {
+                List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+                c.assign(tps);
+                c.seekToBeginning(tps);
+                int want = iso.equals("read_committed") ? 6 : 9;
+                TreeSet<String> keys = new TreeSet<>();
+                for (ConsumerRecord<byte[], byte[]> r : pollN(c, want)) keys.add(s(r.key()));
+                out.putArray(iso).addAll(keys.stream().map(M.getNodeFactory()::textNode).toList());
+                ObjectNode ends = out.putObject(iso + "_end_offsets");
+                c.endOffsets(tps).forEach((tp, o) -> ends.put(Integer.toString(tp.partition()), o));
+            }
+        }
+        try (Admin admin = Admin.create(base(p))) {
+            OffsetAndMetadata committed = admin.listConsumerGroupOffsets(gid).partitionsToOffsetAndMetadata()
+                .get(15, TimeUnit.SECONDS).get(new TopicPartition(topic, 0));
+            out.put("group_committed", committed == null ? -1 : committed.offset());
+            TransactionDescription d = admin.describeTransactions(List.of(tid)).description(tid).get(15, TimeUnit.SECONDS);
+            out.put("describe_state", d.state().toString());
+            out.put("describe_epoch", d.producerEpoch());
+            out.put("describe_partitions", d.topicPartitions().size());
+            boolean listed = admin.listTransactions().all().get(15, TimeUnit.SECONDS).stream()
+                .anyMatch(l -> l.transactionalId().equals(tid) && l.state() == TransactionState.COMPLETE_COMMIT);
+            out.put("listed", listed);
+        }
+        try (KafkaProducer<byte[], byte[]> a = txnProducer(p, tid)) {
+            a.initTransactions();
+            a.beginTransaction();
+            a.send(new ProducerRecord<>(topic, 0, b("fenced"), b("x"))).get(15, TimeUnit.SECONDS);
+            try (KafkaProducer<byte[], byte[]> b2 = txnProducer(p, tid)) {
+                b2.initTransactions();
+                try {
+                    a.commitTransaction();
+                    out.put("fenced_commit", "committed");
+                } catch (KafkaException e) {
+                    out.put("fenced_commit", e.getClass().getSimpleName());
+                }
+            }
+        }
+        return out;
     }
 
     static String s(byte[] b) { return b == null ? null : new String(b, StandardCharsets.UTF_8); }
@@ -492,11 +574,23 @@ public final class SkiffJavaClient {
                 new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET),
                 new AlterConfigOp(new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.SET)))).all().get();
             Config after = a.describeConfigs(List.of(cr)).all().get().get(cr);
+            for (long end = System.currentTimeMillis() + DEADLINE_MS;
+                 !"compact".equals(after.get("cleanup.policy").value()) && System.currentTimeMillis() < end; ) {
+                Thread.sleep(50); // Kafka applies the change a moment after answering (above)
+                after = a.describeConfigs(List.of(cr)).all().get().get(cr);
+            }
             out.put("altered_retention", after.get("retention.ms").value());
             out.put("altered_cleanup", after.get("cleanup.policy").value());
             a.incrementalAlterConfigs(Map.of(cr, List.of(
                 new AlterConfigOp(new ConfigEntry("cleanup.policy", ""), AlterConfigOp.OpType.DELETE)))).all().get();
+            // Kafka applies a config change from its metadata log a moment after answering:
+            // poll (with a deadline) until the delete shows, as an operator script would.
             ConfigEntry reverted = a.describeConfigs(List.of(cr)).all().get().get(cr).get("cleanup.policy");
+            for (long end = System.currentTimeMillis() + DEADLINE_MS;
+                 reverted.source() != ConfigEntry.ConfigSource.DEFAULT_CONFIG && System.currentTimeMillis() < end; ) {
+                Thread.sleep(50);
+                reverted = a.describeConfigs(List.of(cr)).all().get().get(cr).get("cleanup.policy");
+            }
             out.put("deleted_cleanup", reverted.value() + "@" + reverted.source());
 
             a.createPartitions(Map.of(topic, NewPartitions.increaseTo(3))).all().get();
