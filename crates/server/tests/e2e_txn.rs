@@ -4,7 +4,8 @@
 //! (F18's shape) with INVALID_TRANSACTION_STATE, appending nothing; a fenced epoch's EndTxn is
 //! refused; while a transaction is open the LSO (Fetch's LastStableOffset, ListOffsets
 //! read_committed latest) stays at its first offset and read_committed fetches stop there,
-//! then the commit moves it past the marker; DescribeProducers shows the open transaction.
+//! then the commit moves it past the marker; DescribeProducers shows the open transaction;
+//! with delayed delivery (issue 8) a consumer stops at min(LSO, DSO).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -283,6 +284,72 @@ async fn e2e_txn_abort_hides_records_and_fenced_end_txn_is_refused() {
     assert!(
         [47, 90].contains(&code),
         "a fenced EndTxn is PRODUCER_FENCED / INVALID_PRODUCER_EPOCH, got {code}"
+    );
+    t.server.shutdown().await.unwrap();
+}
+
+/// Issue 18 item 3 with issue 8: a consumer's read bound is min(LSO, DSO). An open
+/// transaction holds read_committed at its first offset; once it commits, a delayed batch
+/// after it still holds every consumer at the delayed batch (the DSO), and the reported
+/// LastStableOffset is the capped one.
+#[tokio::test]
+async fn e2e_txn_and_delayed_delivery_bound_reads_together() {
+    let t = start().await;
+    let mut c = Client::connect(t.addr).await;
+    let created = create_topic_with(&mut c, "t-dd", &[("delivery.delay.enable", "true")]).await;
+    assert_eq!(created.error_code, 0);
+    let (pid, epoch) = init_txn(&mut c, "tx-dd").await;
+    assert_eq!(add_partition(&mut c, "tx-dd", pid, epoch, "t-dd").await, 0);
+    let (code, base) = produce_txn(&mut c, "tx-dd", "t-dd", txn_batch(pid, epoch, 0, &["a"])).await;
+    assert_eq!((code, base), (0, 0));
+    // A plain batch due in ten minutes, at offset 1.
+    let mut delayed = BatchBuilder::new(BatchOptions::default());
+    let now = skiff_types::Clock::system().now_ms();
+    delayed.append(
+        now,
+        Some(b"d"),
+        Some(b"later"),
+        &[skiff_record::Header {
+            key: b"__delay_ms",
+            value: Some(b"600000"),
+        }],
+    );
+    let r = c
+        .call(
+            9,
+            produce_request("t-dd", 0, Bytes::from(delayed.build().unwrap()), -1),
+        )
+        .await;
+    let ResponseBody::Produce(r) = r else {
+        panic!()
+    };
+    assert_eq!(r.responses[0].partition_responses[0].base_offset, 1);
+    // Open transaction at 0: read_committed sees nothing, LSO 0.
+    assert_eq!(fetch_committed(&mut c, "t-dd").await, (2, 0, 0));
+    assert_eq!(end_txn(&mut c, "tx-dd", pid, epoch, true).await, 0);
+    // Committed (marker at 2, HW 3), but the delayed batch at 1 caps every consumer at 1.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let (hw, lso, n) = fetch_committed(&mut c, "t-dd").await;
+        if hw == 3 {
+            assert_eq!((lso, n), (1, 1), "read_committed: min(LSO 3, DSO 1)");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the commit marker never landed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        latest(&mut c, "t-dd", 1).await,
+        1,
+        "read_committed latest = min(LSO, DSO)"
+    );
+    assert_eq!(
+        latest(&mut c, "t-dd", 0).await,
+        1,
+        "read_uncommitted latest = min(HW, DSO)"
     );
     t.server.shutdown().await.unwrap();
 }
