@@ -29,6 +29,10 @@ pub struct CleanerStatus {
     pub bytes_written: u64,
     pub records_removed: u64,
     pub tombstones_removed: u64,
+    /// Records of aborted transactions removed (also in `records_removed`; issue 18).
+    pub aborted_records_removed: u64,
+    /// Transaction markers removed (after their data, and `delete.retention.ms`; issue 18).
+    pub markers_removed: u64,
     /// Header values that were not 8 bytes (counted as missing) seen by the `header` strategy.
     pub invalid_header_values: u64,
     pub last_error: Option<String>,

@@ -279,6 +279,8 @@ fn clean_one(shared: &Shared, settings: &CleanerSettings, tp: &TopicPartition, l
                 s.bytes_cleaned += o.bytes_read + o.bytes_written;
                 s.records_removed += o.records_removed;
                 s.tombstones_removed += o.tombstones_removed;
+                s.aborted_records_removed += o.aborted_records_removed;
+                s.markers_removed += o.markers_removed;
                 s.invalid_header_values += o.invalid_header_values;
                 s.last_error = None;
             });

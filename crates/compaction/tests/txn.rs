@@ -500,3 +500,45 @@ fn a_marker_not_yet_replicated_bounds_the_clean() {
     assert!(o.as_ref().is_none_or(|o| o.end <= 1), "{o:?}");
     assert!(read_all(&log).contains(&data(1, "k1", "aborted")));
 }
+
+#[test]
+fn the_background_cleaner_counts_aborted_records_and_markers() {
+    use skiff_compaction::{CleanerSettings, CleanerStats, LogCleaner};
+    use skiff_storage::{LogManager, LogManagerConfig};
+    let d = tempfile::tempdir().unwrap();
+    let mgr_cfg = LogManagerConfig {
+        log_dirs: vec![d.path().to_path_buf()],
+        ..LogManagerConfig::default()
+    };
+    let logs = LogManager::open(mgr_cfg, &|_| config("offset"), NOW)
+        .unwrap()
+        .0;
+    let tp = TopicPartition::new("t", 0);
+    let log = logs.get_or_create(&tp, config("offset"), NOW).unwrap();
+    let mut p = Txn::new(1);
+    p.send(
+        &log,
+        &[("k1", "aborted", NOW, 0), ("k2", "aborted", NOW, 0)],
+    );
+    p.end(&log, ControlType::Abort);
+    put(&log, &[("k3", "plain", NOW, 0)]);
+    roll(&log);
+    let stats = Arc::new(CleanerStats::new());
+    let settings = CleanerSettings {
+        threads: 0,
+        ..CleanerSettings::default()
+    };
+    let cleaner = LogCleaner::start(Arc::clone(&logs), Arc::clone(&stats), move || settings);
+    assert_eq!(cleaner.clean_due_logs_now(), 1);
+    let s = stats.get(&tp).unwrap();
+    assert_eq!(
+        (
+            s.aborted_records_removed,
+            s.records_removed,
+            s.markers_removed
+        ),
+        (2, 2, 0),
+        "{s:?}"
+    );
+    assert!(s.last_error.is_none(), "{s:?}");
+}
