@@ -381,7 +381,7 @@ async fn local_call(broker: &Arc<Broker>, version: i16, body: RequestBody) -> Re
     };
     match reply {
         crate::handlers::Reply::Now(b) => b,
-        crate::handlers::Reply::Later(f) => f.await,
+        crate::handlers::Reply::Later(f) | crate::handlers::Reply::Hold(f) => f.await,
         other => {
             tracing::error!(?other, "a controller RPC gave no answer");
             ResponseBody::BrokerHeartbeat(skiff_protocol::BrokerHeartbeatResponse {

@@ -284,6 +284,15 @@ pub async fn serve(
                 };
                 let body = match handlers::dispatch(&ctx, body) {
                     Reply::Now(b) => Body::Now(b),
+                    Reply::Hold(f) => {
+                        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                        held = Some(done_rx);
+                        Body::Later(Box::pin(async move {
+                            let body = f.await;
+                            let _ = done_tx.send(());
+                            body
+                        }))
+                    }
                     Reply::Later(f) if holds_connection(key) => {
                         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
                         held = Some(done_rx);

@@ -176,6 +176,13 @@ async fn e2e_txn_unverified_partition_and_late_batch_are_refused() {
     let mut c = Client::connect(t.addr).await;
     assert_eq!(create_topic(&mut c, "t-verify", 1).await.error_code, 0);
     let (pid, epoch) = init_txn(&mut c, "tx-verify").await;
+    // FindCoordinator key type 1 created the compacted transaction log.
+    let image = t.server.broker().image();
+    let txn_log = image.topic("__transaction_state").expect("created");
+    assert_eq!(
+        txn_log.configs.get("cleanup.policy").map(String::as_str),
+        Some("compact")
+    );
 
     // B17: never added to the transaction.
     let (code, _) = produce_txn(

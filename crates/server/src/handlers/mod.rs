@@ -79,6 +79,10 @@ pub enum Reply {
     Now(ResponseBody),
     /// Answer with what this future yields (awaited in request order).
     Later(LaterResponse),
+    /// As `Later`, and the connection reads no further request until the future is done:
+    /// for a request whose effects must land before the next one's are decided (a produce
+    /// whose appends wait for a remote transaction verification, issue 18).
+    Hold(LaterResponse),
     /// No response (acks=0 produce).
     Nothing,
     /// Close the connection (the reason is logged).
@@ -90,6 +94,7 @@ impl std::fmt::Debug for Reply {
         match self {
             Reply::Now(b) => write!(f, "Reply::Now({:?})", b.api_key()),
             Reply::Later(_) => f.write_str("Reply::Later"),
+            Reply::Hold(_) => f.write_str("Reply::Hold"),
             Reply::Nothing => f.write_str("Reply::Nothing"),
             Reply::Close(r) => write!(f, "Reply::Close({r})"),
         }

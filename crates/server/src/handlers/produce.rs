@@ -39,17 +39,10 @@ use skiff_types::ErrorCode;
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::replica::append::{AckWait, AppendError};
+use crate::txn::verify::{self, Verdict};
 
 /// First Produce version allowed to carry zstd batches (KIP-110).
 const ZSTD_MIN_VERSION: i16 = 7;
-
-/// What `produce_one` needs of the request besides the partition's data.
-#[derive(Clone, Copy)]
-struct ProduceMeta<'a> {
-    version: i16,
-    /// The request's `transactional_id` (v3+): transactional batches are verified with it.
-    transactional_id: Option<&'a str>,
-}
 
 /// An append whose acks wait for the group-commit fsync, before the answer.
 struct PendingAck {
@@ -58,8 +51,113 @@ struct PendingAck {
     at: (usize, usize),
 }
 
+/// The appends of one request, before their acks are awaited.
+struct Outcome {
+    response: ProduceResponse,
+    pending: Vec<PendingAck>,
+    failures: Vec<String>,
+}
+
 pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
     let broker = ctx.broker;
+    let version = ctx.api_version;
+    // issue 18: the transaction verification of every partition's batch, first.
+    let image = broker.image();
+    let tid = req.transactional_id.as_deref();
+    let mut verdicts: Vec<Vec<Verdict>> = req
+        .topic_data
+        .iter()
+        .map(|t| {
+            t.partition_data
+                .iter()
+                .map(|d| match image.topic(&t.name) {
+                    Some(info) => verify::check(broker, tid, info, d.index, records_of(d)),
+                    None => Verdict::Pass,
+                })
+                .collect()
+        })
+        .collect();
+    let remote: Vec<(usize, usize, i64, i16)> = verdicts
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, ps)| {
+            ps.iter().enumerate().filter_map(move |(pi, v)| match v {
+                Verdict::Remote(pid, epoch) => Some((ti, pi, *pid, *epoch)),
+                _ => None,
+            })
+        })
+        .collect();
+    if let (Some(tid), Some(&(_, _, pid, epoch)), false) = (tid, remote.first(), req.acks == 0) {
+        // The coordinator is another node: ask it, then append, while the connection waits
+        // (the producer's next request must not overtake this batch).
+        let broker = Arc::clone(broker);
+        let tid = tid.to_string();
+        return Reply::Hold(Box::pin(async move {
+            let parts: Vec<(String, i32)> = remote
+                .iter()
+                .map(|&(ti, pi, _, _)| {
+                    let t = &req.topic_data[ti];
+                    (t.name.clone(), t.partition_data[pi].index)
+                })
+                .collect();
+            let answers = verify::verify_remote(&broker, &tid, pid, epoch, &parts).await;
+            for (&(ti, pi, _, _), v) in remote.iter().zip(answers) {
+                verdicts[ti][pi] = v;
+            }
+            let out = append_all(&broker, &req, version, &verdicts);
+            let deadline = ack_deadline(&broker, &req);
+            finish(out, deadline).await
+        }));
+    }
+    let out = append_all(broker, &req, version, &verdicts);
+    if req.acks == 0 {
+        // Nobody waits: the replica manager's fsync driver still moves the HW.
+        return if out.failures.is_empty() {
+            Reply::Nothing
+        } else {
+            Reply::Close(format!(
+                "acks=0 produce failed: {}",
+                out.failures.join("; ")
+            ))
+        };
+    }
+    if out.pending.is_empty() {
+        return Reply::Now(ResponseBody::Produce(out.response));
+    }
+    let deadline = ack_deadline(broker, &req);
+    Reply::Later(Box::pin(finish(out, deadline)))
+}
+
+/// acks=-1 waits at most the request's timeout_ms (Kafka's DelayedProduce); acks=1 only
+/// ever waits for the leader's own fsync on a durable topic, which has no deadline.
+fn ack_deadline(broker: &Broker, req: &ProduceRequest) -> Option<tokio::time::Instant> {
+    (req.acks == -1).then(|| {
+        broker.deadline_after(std::time::Duration::from_millis(
+            u64::try_from(req.timeout_ms).unwrap_or(0),
+        ))
+    })
+}
+
+async fn finish(mut out: Outcome, deadline: Option<tokio::time::Instant>) -> ResponseBody {
+    complete_acks(out.pending, &mut out.response, deadline).await;
+    ResponseBody::Produce(out.response)
+}
+
+/// The bytes of one partition's records (empty if none).
+fn records_of(data: &PartitionProduceData) -> &[u8] {
+    data.records
+        .as_ref()
+        .and_then(|r| r.as_bytes())
+        .map_or(&[], |b| &b[..])
+}
+
+/// Appends every partition's batch (those the verification passed), in request order.
+fn append_all(
+    broker: &Arc<Broker>,
+    req: &ProduceRequest,
+    version: i16,
+    verdicts: &[Vec<Verdict>],
+) -> Outcome {
     let acks = req.acks;
     let now = broker.now_ms();
     let image = broker.image();
@@ -70,24 +168,21 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
     for (ti, topic) in req.topic_data.iter().enumerate() {
         let mut parts = Vec::with_capacity(topic.partition_data.len());
         for (pi, data) in topic.partition_data.iter().enumerate() {
-            let result = if let Some(acks) = acks_valid {
-                produce_one(
-                    broker,
-                    &image,
-                    &topic.name,
-                    data,
-                    ProduceMeta {
-                        version: ctx.api_version,
-                        transactional_id: req.transactional_id.as_deref(),
-                    },
-                    acks,
-                    now,
-                )
-            } else {
-                Err(AppendError::code(
+            let verdict = verdicts
+                .get(ti)
+                .and_then(|v| v.get(pi))
+                .unwrap_or(&Verdict::Pass);
+            let result = match (acks_valid, verdict) {
+                (None, _) => Err(AppendError::code(
                     ErrorCode::InvalidRequiredAcks,
                     format!("Invalid required acks value {acks}: must be -1, 0 or 1"),
-                ))
+                )),
+                (Some(_), Verdict::Refuse(code, message)) => {
+                    Err(AppendError::code(*code, message.clone()))
+                }
+                (Some(acks), _) => {
+                    produce_one(broker, &image, &topic.name, data, version, acks, now)
+                }
             };
             let resp = match result {
                 Ok(ok) => {
@@ -115,33 +210,14 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
             partition_responses: parts,
         });
     }
-    let response = ProduceResponse {
-        responses,
-        ..ProduceResponse::default()
-    };
-    if acks == 0 {
-        // Nobody waits: the replica manager's fsync driver still moves the HW.
-        return if failures.is_empty() {
-            Reply::Nothing
-        } else {
-            Reply::Close(format!("acks=0 produce failed: {}", failures.join("; ")))
-        };
+    Outcome {
+        response: ProduceResponse {
+            responses,
+            ..ProduceResponse::default()
+        },
+        pending,
+        failures,
     }
-    if pending.is_empty() {
-        return Reply::Now(ResponseBody::Produce(response));
-    }
-    // acks=-1 waits at most the request's timeout_ms (Kafka's DelayedProduce); acks=1 only
-    // ever waits for the leader's own fsync on a durable topic, which has no deadline.
-    let deadline = (acks == -1).then(|| {
-        broker.deadline_after(std::time::Duration::from_millis(
-            u64::try_from(req.timeout_ms).unwrap_or(0),
-        ))
-    });
-    Reply::Later(Box::pin(async move {
-        let mut response = response;
-        complete_acks(pending, &mut response, deadline).await;
-        ResponseBody::Produce(response)
-    }))
 }
 
 /// One partition's accepted produce.
@@ -157,11 +233,10 @@ fn produce_one(
     image: &MetadataImage,
     topic: &str,
     data: &PartitionProduceData,
-    meta: ProduceMeta<'_>,
+    version: i16,
     acks: Acks,
     now: i64,
 ) -> Result<Produced, AppendError> {
-    let version = meta.version;
     let Some(info) = image.topic(topic) else {
         return Err(AppendError::code(
             ErrorCode::UnknownTopicOrPartition,
@@ -188,9 +263,6 @@ fn produce_one(
             ),
         ));
     }
-    // issue 18: KIP-890 part 1, the first batch of a transaction on this partition.
-    crate::txn::verify::verify_produce(broker, meta.transactional_id, info, data.index, bytes)
-        .map_err(|(code, message)| AppendError::code(code, message))?;
     let (appended, log_append_time_ms) = broker
         .replicas
         .append_client(info, data.index, bytes, acks, now)?;
