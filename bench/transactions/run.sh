@@ -7,9 +7,9 @@
 #
 # (full: 400,000 records of 1 KiB per produce cell and per fetch topic, 5 rounds, 5 passes per
 # fetch cell; --quick: a smoke run whose figures mean nothing). Steps:
-# 1. Skiff and the generator: `cargo build --release --locked -p skiff --bin skiff -p
-#    skiff-bench` (about 13 min from cold on 2 cores), or TXN_SKIFF_BIN=PATH / TXN_GEN_BIN=PATH
-#    to measure prebuilt binaries;
+# 1. Skiff and the generator: `cargo build --release --locked -p skiff -p skiff-bench --bin skiff
+#    --bin skiff-bench` (about 13 min from cold on 2 cores), or TXN_SKIFF_BIN=PATH and
+#    TXN_GEN_BIN=PATH to measure prebuilt binaries;
 # 2. Apache Kafka: scripts/kafka-reference.sh fetch (Maven, cached in ~/.m2);
 # 3. runs bench/transactions/txn_bench.py (its docstring says what is measured). The brokers are
 #    pinned to core 1, the generator to core 0 (taskset); data dirs go to
@@ -27,7 +27,7 @@ skiff="${TXN_SKIFF_BIN:-$ROOT/target/release/skiff}"
 gen="${TXN_GEN_BIN:-$ROOT/target/release/skiff-bench}"
 if [ -z "${TXN_SKIFF_BIN:-}" ] || [ -z "${TXN_GEN_BIN:-}" ]; then
     log "building skiff and skiff-bench (release)"
-    cargo build --release --locked -p skiff --bin skiff -p skiff-bench
+    cargo build --release --locked -p skiff -p skiff-bench --bin skiff --bin skiff-bench
 fi
 
 # 2. Apache Kafka
