@@ -9,6 +9,8 @@
 //!   time-index entry Kafka reads points at the batch it should (last offset and position; max
 //!   timestamp). This is the byte-compatible-files promise checked by Kafka's code. (A wrong
 //!   index position fails the test; that was checked by corrupting one entry.)
+//! - issue 18: DumpLogSegments reads Skiff's COMMIT/ABORT control records (type, coordinator
+//!   epoch) and its `.txnindex` entries (Kafka's AbortedTxn layout).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -266,4 +268,127 @@ fn field<'a>(line: &'a str, key: &str) -> &'a str {
         }
     }
     ""
+}
+
+/// Issue 18: DumpLogSegments reads Skiff's transaction markers and `.txnindex`: a committed
+/// and an aborted confluent-kafka transaction on a 1 MiB segment topic; Kafka prints the
+/// COMMIT and ABORT control records with the coordinator epoch, and the aborted
+/// transaction's `.txnindex` entry (producer id, first offset, the ABORT marker's offset,
+/// last stable offset) matches the log.
+#[test]
+fn kafka_tools_dump_log_reads_transaction_markers_and_the_txn_index() {
+    use serde_json::json;
+    use skiff_compat::{Python, python};
+    let mut b = Broker::start();
+    let bootstrap = b.bootstrap();
+    let topic = "dumped-txn";
+    kafka(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            "1",
+        ],
+    )
+    .assert_success("kafka-topics --create");
+    let msgs = |p: &str| {
+        json!([{"key": format!("{p}0"), "value": "v", "partition": 0},
+                               {"key": format!("{p}1"), "value": "v", "partition": 0}])
+    };
+    let r = python(
+        Python::PyPi,
+        "txn_ck.py",
+        "transactions",
+        &json!({"bootstrap": bootstrap, "topic": topic, "transactional_id": "dump-txn",
+                "transactions": [{"messages": msgs("c"), "commit": true},
+                                 {"messages": msgs("a"), "commit": false}]}),
+    );
+    assert_eq!(
+        r["transactions"],
+        json!([{"outcome": "committed", "reports": r["transactions"][0]["reports"]},
+               {"outcome": "aborted", "reports": r["transactions"][1]["reports"]}]),
+        "{r}"
+    );
+    // The markers are written after EndTxn is answered: wait for the ABORT marker (offset 5:
+    // c0 c1 COMMIT a0 a1 ABORT) before stopping.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let wm = python(
+            Python::PyPi,
+            "ck.py",
+            "watermarks",
+            &json!({"bootstrap": bootstrap, "topic": topic, "partitions": [0]}),
+        );
+        if wm["watermarks"]["0"] == json!([0, 6]) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "markers not written: {wm}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dir = b.partition_dir(topic, 0);
+    assert!(b.sigterm().success(), "clean shutdown");
+    let base = dir.join(format!("{:020}", 0));
+    let log = format!("{}.log", base.display());
+    let txn = format!("{}.txnindex", base.display());
+    let out = kafka(
+        "kafka.tools.DumpLogSegments",
+        &[
+            "--deep-iteration",
+            "--print-data-log",
+            "--files",
+            &format!("{log},{txn}"),
+        ],
+    );
+    out.assert_success("kafka-dump-log");
+    let dump = sections(&out.stdout);
+    let log_lines = &dump["00000000000000000000.log"];
+    let markers: Vec<(&str, &str, &str)> = log_lines
+        .iter()
+        .filter(|l| l.contains("endTxnMarker:"))
+        .map(|l| {
+            (
+                field(l, "offset:"),
+                field(l, "endTxnMarker:"),
+                field(l, "coordinatorEpoch:"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        markers,
+        [("2", "COMMIT", "0"), ("5", "ABORT", "0")],
+        "{}",
+        out.stdout
+    );
+    let batches: Vec<&&str> = log_lines
+        .iter()
+        .filter(|l| l.starts_with("baseOffset: "))
+        .collect();
+    assert!(
+        batches
+            .iter()
+            .all(|l| field(l, "isTransactional:") == "true" && field(l, "isvalid:") != "false"),
+        "{batches:#?}"
+    );
+    let pid = field(batches[0], "producerId:");
+    let index = &dump["00000000000000000000.txnindex"];
+    let entries: Vec<(&str, &str, &str, &str)> = index
+        .iter()
+        .filter(|l| l.starts_with("version: "))
+        .map(|l| {
+            (
+                field(l, "producerId:"),
+                field(l, "firstOffset:"),
+                field(l, "lastOffset:"),
+                field(l, "lastStableOffset:"),
+            )
+        })
+        .collect();
+    assert_eq!(entries, [(pid, "3", "5", "6")], "{}", out.stdout);
 }
