@@ -31,7 +31,23 @@ rate (200), duration_s (none), flush_s (30), drain_timeout_s (60), seed, produce
 consumer_config (extra client settings), create ({"replication_factor", "config"}: create the
 topic first; TOPIC_ALREADY_EXISTS is fine). Progress goes to stderr.
 
-Usage: logcheck_driver.py w1 JSON.
+- w2: the transactional queue workload W2 (issue 18). p.producers transactional producers
+  (transactional.id "<p.transactional_prefix or 'logcheck-w2'>-<index>", acks=all) each run
+  transactions of 1-4 sends (unique integer values) to random partitions, paced to p.rate
+  transactions/s; each transaction is aborted on purpose with probability p.abort_p (1/8).
+  Consumers and the drain are W1's (read_committed, assign). Progress lines count
+  transactions: "ok" committed, "fail" explicitly aborted, "info" unknown outcomes.
+
+History rules of w2: one `txn` invoke (its send micro-ops) before begin_transaction; `ok` with
+the delivery reports' offsets when commit_transaction returned; `fail` ONLY when the driver
+chose to abort and abort_transaction returned (nothing of it may ever be visible); `info` for
+every other end: a failed commit (even when the abort that follows succeeds: never abort-and-
+claim after a commit was attempted, the KAFKA-17754 trigger), a produce refused locally, a
+producer lost to a fatal error (then `crash`, and a new producer with the same
+transactional.id, whose init_transactions fences the old one, continues under a new process
+number).
+
+Usage: logcheck_driver.py w1|w2 JSON.
 """
 
 import json
@@ -278,9 +294,13 @@ def run_consumer(p, proc, h, counters, stop):
 def drain(p, proc, h, counters):
     """Polls every partition from the beginning up to its high watermark (taken after the
     producers stopped). Returns (drained, {partition: [position, high]})."""
-    c = ck.Consumer(consumer_conf(p))
     tps = [ck.TopicPartition(p["topic"], k) for k in range(p["partitions"])]
-    high = {tp.partition: c.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
+    # Asked at read_uncommitted: a read_committed consumer's watermark query answers the LSO,
+    # which would let a drain stop short of a hanging transaction (W2).
+    w = ck.Consumer(dict(consumer_conf(p), **{"isolation.level": "read_uncommitted"}))
+    high = {tp.partition: w.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
+    w.close()
+    c = ck.Consumer(consumer_conf(p))
     assign(c, p, proc, h, True)
     deadline = time.monotonic() + p.get("drain_timeout_s", 60)
     positions = {}
@@ -327,7 +347,7 @@ def watch_stdin(h, stop):
     stop.set()
 
 
-def w1(p):
+def run_workload(p, producer_fn):
     if p.get("create"):
         create_topic(p)
     h = History(p["history"])
@@ -336,7 +356,7 @@ def w1(p):
     n_prod, n_cons = p.get("producers", 2), p.get("consumers", 2)
     procs = Procs(n_prod + n_cons + 1)
     threading.Thread(target=watch_stdin, args=(h, stop), daemon=True).start()
-    producers = [threading.Thread(target=run_producer, args=(p, i, procs, h, counters, stop))
+    producers = [threading.Thread(target=producer_fn, args=(p, i, procs, h, counters, stop))
                  for i in range(n_prod)]
     consumers = [threading.Thread(target=run_consumer, args=(p, n_prod + i, h, counters, stop))
                  for i in range(n_cons)]
@@ -364,4 +384,117 @@ def w1(p):
     return out
 
 
-main({"w1": w1})
+class TxnSession:
+    """One transactional producer under one process number."""
+
+    def __init__(self, p, proc, tid, h, counters):
+        self.p, self.proc, self.h, self.counters = p, proc, h, counters
+        conf = producer_conf(p, [])
+        conf.pop("error_cb", None)
+        timeout = p.get("transaction_timeout_ms", 10000)
+        # librdkafka refuses message.timeout.ms above transaction.timeout.ms.
+        conf.update({"transactional.id": tid, "transaction.timeout.ms": timeout,
+                     "message.timeout.ms": min(conf["message.timeout.ms"], timeout)})
+        conf.update(p.get("txn_config", {}))
+        self.client = ck.Producer(conf)
+        deadline = time.monotonic() + p.get("init_timeout_s", 60)
+        while True:
+            try:
+                self.client.init_transactions(10)
+                return
+            except ck.KafkaException as e:
+                if not e.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def run_txn(self, sends, abort):
+        """One transaction; returns False when the producer is unusable (fatal)."""
+        h, proc = self.h, self.proc
+        ops = [["send", k, v] for k, v in sends]
+        self.counters.add("sent", len(sends))
+        h.write(proc, "invoke", "txn", ops)
+        offsets = {}
+
+        def cb(err, msg):
+            if err is None:
+                offsets[int(msg.value())] = msg.offset()
+
+        stage = "begin"
+        try:
+            self.client.begin_transaction()
+            stage = "produce"
+            for k, v in sends:
+                self.client.produce(self.p["topic"], value=str(v).encode(), partition=k, on_delivery=cb)
+            self.client.poll(0)
+            if abort:
+                stage = "abort"
+                self.client.abort_transaction(30)
+                self.counters.add("fail")
+                h.write(proc, "fail", "txn", ops, error="ABORTED_BY_CLIENT")
+                return True
+            stage = "commit"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    self.client.commit_transaction(10)
+                    break
+                except ck.KafkaException as e:
+                    if not e.args[0].retriable() or time.monotonic() > deadline:
+                        raise
+            self.counters.add("ok")
+            h.write(proc, "ok", "txn", [["send", k, [offsets.get(v), v]] for k, v in sends])
+            return True
+        except (ck.KafkaException, BufferError) as e:
+            err = e.args[0] if isinstance(e, ck.KafkaException) else None
+            name = err.name() if err is not None else "_QUEUE_FULL"
+            self.counters.add("info")
+            h.write(proc, "info", "txn", ops, error="%s:%s" % (stage, name))
+            if err is not None and err.txn_requires_abort() and not err.fatal():
+                try:
+                    self.client.abort_transaction(30)
+                    return True
+                except ck.KafkaException:
+                    return False
+            return err is None and stage == "produce" and self.abort_quietly()
+
+    def abort_quietly(self):
+        try:
+            self.client.abort_transaction(30)
+            return True
+        except ck.KafkaException:
+            return False
+
+
+def run_txn_producer(p, index, procs, h, counters, stop):
+    rng = random.Random(p.get("seed", 0) * 1000 + index)
+    period = 1.0 / p.get("rate", 20)
+    tid = "%s-%d" % (p.get("transactional_prefix", "logcheck-w2"), index)
+    proc = index
+    s = TxnSession(p, proc, tid, h, counters)
+    next_at = time.monotonic()
+    while not stop.is_set():
+        sends = [(rng.randrange(p["partitions"]), counters.value()) for _ in range(rng.randint(1, 4))]
+        abort = rng.random() < p.get("abort_p", 0.125)
+        if not s.run_txn(sends, abort):
+            h.write(proc, "info", "crash", error="_FATAL")
+            counters.add("crashes")
+            proc = procs.next()
+            progress({"producer": index, "recreated_as": proc})
+            s = TxnSession(p, proc, tid, h, counters)
+        next_at += period
+        delay = next_at - time.monotonic()
+        if delay > 0:
+            stop.wait(delay)
+        else:
+            next_at = time.monotonic()
+
+
+def w2(p):
+    return run_workload(p, run_txn_producer)
+
+
+def w1(p):
+    return run_workload(p, run_producer)
+
+
+main({"w1": w1, "w2": w2})
