@@ -17,8 +17,9 @@ Mental model: both brokers are started once (single node, every key at its defau
 up for the whole run, pinned to core 1; the load generator `skiff-bench` (bench/src/
 produce_gen.rs, txn_gen.rs, fetch_gen.rs) and this driver run on core 0. Rounds alternate
 the systems (round r: Skiff then Kafka, round r+1 Kafka then Skiff) and rotate the modes, so
-drift of the shared machine hits everything alike; the idle broker's CPU during each cell is
-printed ("other"). Every figure comes from the generator's own window and the kernel: the
+drift of the shared machine hits everything alike. Before each cell both brokers are left
+to settle (each under 15 ms of CPU per 0.5 s, at most 10 s); the idle broker's CPU during each
+cell is printed ("other"). Every figure comes from the generator's own window and the kernel: the
 broker's utime+stime from /proc/PID/stat (all threads, Kafka's JIT and GC included), MB =
 10^6 bytes.
   warm-up  per system, one untimed idempotent run and one 1,000-record-transaction run of
@@ -102,7 +103,15 @@ class Bench:
             args += ["--create", create]
         self.gen(*args)
 
+    def settle(self):
+        """Before a cell: both brokers quiet (< 15 ms of CPU in 0.5 s, at most 10 s each), so
+        neither's background work (Kafka deletes a topic's files a minute later, JIT, GC)
+        falls into the next window."""
+        for srv in self.servers.values():
+            procs.wait_idle(srv.pid, quiet_ms=15, interval=0.5, limit=10.0)
+
     def produce(self, system, topic, mode, records):
+        self.settle()
         s = self.servers[system]
         args = ["produce", "--bootstrap", s.bootstrap, "--topic", topic, "--records", records,
                 "--record-bytes", RECORD_BYTES, "--broker-pid", s.pid]
@@ -127,6 +136,7 @@ class Bench:
         return r
 
     def fetch(self, system, topic, isolation):
+        self.settle()
         s = self.servers[system]
         kv = kv_line(self.gen("fetch", "--bootstrap", s.bootstrap, "--topic", topic,
                               "--isolation-level", isolation, "--passes", self.o.passes,
