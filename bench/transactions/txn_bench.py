@@ -19,7 +19,8 @@ produce_gen.rs, txn_gen.rs, fetch_gen.rs) and this driver run on core 0. Rounds 
 the systems (round r: Skiff then Kafka, round r+1 Kafka then Skiff) and rotate the modes, so
 drift of the shared machine hits everything alike. Before each cell both brokers are left
 to settle (each under 15 ms of CPU per 0.5 s, at most 10 s); the idle broker's CPU during each
-cell is printed ("other"). Every figure comes from the generator's own window and the kernel: the
+cell is printed ("other"), and the CPU of everything else on the machine ("rest": busy
+jiffies of both cores minus the brokers, the generator and this driver, % of one core). Every figure comes from the generator's own window and the kernel: the
 broker's utime+stime from /proc/PID/stat (all threads, Kafka's JIT and GC included), MB =
 10^6 bytes.
   warm-up  per system, one untimed idempotent run and one 1,000-record-transaction run of
@@ -47,6 +48,7 @@ ru reported. --json FILE keeps every measurement. The work dir (default
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -81,6 +83,19 @@ def kv_line(out, prefix):
     return {k: v for k, v in (w.split("=", 1) for w in lines[-1][len(prefix):].split())}
 
 
+def busy_ms():
+    """Busy time of every core (all but idle and iowait) in ms, from /proc/stat."""
+    return sum(b for b, _ in procs.cpu_jiffies().values()) * 1000.0 / procs.CLK_TCK
+
+
+def ours_ms(broker_pids):
+    """CPU ms of the brokers, the reaped generators and this driver."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (sum(procs.proc_cpu_ms(p) for p in broker_pids)
+            + 1000.0 * (me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime))
+
+
 class Bench:
     def __init__(self, opts):
         self.o = opts
@@ -88,9 +103,16 @@ class Bench:
         self.txn_ids = 0
 
     def gen(self, *args, timeout=600):
+        """Runs the generator; also sets self.rest_pct: the CPU of everything else on the
+        machine meanwhile (busy jiffies of both cores minus the brokers, the generator and
+        this driver), % of one core (200 = both cores)."""
         cmd = ["taskset", "-c", GENERATOR_CPU, self.o.gen] + [str(a) for a in args]
+        pids = [srv.pid for srv in self.servers.values()]
+        busy0, ours0, t0 = busy_ms(), ours_ms(pids), time.monotonic()
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env=dict(os.environ, RUST_BACKTRACE="0"))
+        secs = time.monotonic() - t0
+        self.rest_pct = 100.0 * ((busy_ms() - busy0) - (ours_ms(pids) - ours0)) / 1000.0 / secs
         if r.returncode != 0:
             raise BenchError("%s failed: %s" % (" ".join(cmd[3:6]), r.stderr.strip()[-2000:]))
         return r.stdout
@@ -129,6 +151,7 @@ class Bench:
         r = {k: float(kv[k]) for k in ("mb_per_s", "broker_cpu_ms_per_mb", "client_cpu_ms_per_mb",
                                        "rtt_ms", "seconds", "mb", "broker_sched_ms_per_mb")}
         r["other_pct"] = 100.0 * (o1 - o0) / 1000.0 / secs
+        r["rest_pct"] = self.rest_pct
         r["broker_util_pct"] = 100.0 * float(kv["broker_cpu_ms"]) / 1000.0 / secs
         for k in ("txns", "txn_retries", "add_ms_per_txn", "end_ms_per_txn"):
             if k in kv:
@@ -149,6 +172,7 @@ class Bench:
             "mb": float(kv["mb"]),
             "broker_cpu_ms": float(kv["broker_cpu_ms"]),
             "broker_sched_ms": float(kv["broker_sched_ms"]),
+            "rest_pct": self.rest_pct,
             "control_batches": int(kv["control_batches"]),
             "batches": int(kv["batches"]),
         }
@@ -189,8 +213,8 @@ def report(results, systems, passes):
     log("== produce: median [min-max] over rounds (1 KiB records, one partition)")
     log("| mode | system | MB/s | broker CPU-ms/MB (stat) | (schedstat) | broker CPU % "
         "| MB/s / idem (per round) | CPU-ms/MB / idem | retries/txn | AddPartitions ms/txn "
-        "| EndTxn ms/txn | other % |")
-    log("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        "| EndTxn ms/txn | extra ms/txn | other % | rest % |")
+    log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode in MODES:
         for s in systems:
             g = lambda k: summary(results, s, "produce", k, mode)  # noqa: E731
@@ -198,7 +222,12 @@ def report(results, systems, passes):
             ratio = per_round_ratio(results, s, "produce", "mb_per_s", mode, "idem")
             cpu_ratio = per_round_ratio(results, s, "produce", "broker_cpu_ms_per_mb", mode, "idem")
             txn = [r["txn_retries"] / max(r["txns"], 1) for r in rows if "txns" in r]
-            log("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            # wall time a transaction adds over the same bytes produced idempotently, per round
+            extra = [1000.0 * (1.0 / max(x, 1e-9) - 1.0) / max(idem, 1e-9)
+                     * PER_TXN.get(mode, 0) * RECORD_BYTES / 1e6
+                     for x, idem in zip(ratio, [v for v in summary(results, s, "produce",
+                                                                   "mb_per_s", "idem")])]
+            log("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 mode, s, fmt(g("mb_per_s"), 1), fmt(g("broker_cpu_ms_per_mb"), 3),
                 fmt(g("broker_sched_ms_per_mb"), 3), fmt(g("broker_util_pct"), 0),
                 "-" if mode == "idem" else fmt(ratio, 3),
@@ -206,12 +235,13 @@ def report(results, systems, passes):
                 fmt(txn, 2) if txn else "-",
                 fmt(g("add_ms_per_txn"), 3) if txn else "-",
                 fmt(g("end_ms_per_txn"), 3) if txn else "-",
-                fmt(g("other_pct"), 1)))
+                fmt(extra, 3) if txn else "-",
+                fmt(g("other_pct"), 1), fmt(g("rest_pct"), 0)))
     log("")
     log("== fetch: median [min-max] over rounds (broker CPU-ms per MB of batches sent, schedstat)")
     log("| topic | system | ru CPU-ms/MB | rc CPU-ms/MB | rc / ru (per round) | rc / ru (stat) "
-        "| ru MB/s | rc MB/s | control batches per pass |")
-    log("|---|---|---|---|---|---|---|---|---|")
+        "| ru MB/s | rc MB/s | control batches per pass | rest % |")
+    log("|---|---|---|---|---|---|---|---|---|---|")
     for t in FETCH_TOPICS:
         for s in systems:
             g = lambda k, iso: summary(results, s, "fetch", k, "%s-%s" % (t, iso))  # noqa: E731
@@ -220,11 +250,12 @@ def report(results, systems, passes):
             ratio_stat = per_round_ratio(results, s, "fetch", "broker_cpu_ms_per_mb",
                                          t + "-rc", t + "-ru")
             ctl = g("control_batches", "rc")
-            log("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            rest = g("rest_pct", "ru") + g("rest_pct", "rc")
+            log("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 t, s, fmt(g("broker_sched_ms_per_mb", "ru"), 4),
                 fmt(g("broker_sched_ms_per_mb", "rc"), 4), fmt(ratio, 3), fmt(ratio_stat, 3),
                 fmt(g("mb_per_s", "ru"), 0), fmt(g("mb_per_s", "rc"), 0),
-                "%d" % (ctl[0] // max(1, passes)) if ctl else "-"))
+                "%d" % (ctl[0] // max(1, passes)) if ctl else "-", fmt(rest, 0)))
     for s in systems:
         r = per_round_ratio(results, s, "fetch", "broker_sched_ms_per_mb", "txn1000-rc", "plain-ru")
         r2 = per_round_ratio(results, s, "fetch", "broker_sched_ms_per_mb", "txn100-rc", "plain-ru")
@@ -260,9 +291,9 @@ def run(opts):
                 r = bench.produce(s, "warm-%s" % mode, mode, opts.warmup_records)
                 bench.topic(s, delete="warm-%s" % mode)
                 log("warm-up %s %s: %.1f MB/s" % (s, mode, r["mb_per_s"]))
-        log("%-5s %-5s %-8s %9s %10s %10s %8s %8s %9s %7s" % (
+        log("%-5s %-5s %-8s %9s %10s %10s %8s %8s %9s %7s %6s" % (
             "round", "sys", "mode", "MB/s", "CPUms/MB", "sched", "brk CPU", "rtt ms", "retries",
-            "other"))
+            "other", "rest"))
         for rnd in range(opts.rounds):
             order = systems if rnd % 2 == 0 else systems[::-1]
             shift = rnd % len(MODES)
@@ -274,10 +305,11 @@ def run(opts):
                     bench.topic(s, delete=topic)
                     r.update(system=s, phase="produce", mode=mode, round=rnd)
                     results.append(r)
-                    log("%-5d %-5s %-8s %9.1f %10.3f %10.3f %7.0f%% %8.2f %9s %6.1f%%" % (
+                    log("%-5d %-5s %-8s %9.1f %10.3f %10.3f %7.0f%% %8.2f %9s %6.1f%% %5.0f%%" % (
                         rnd, s, mode, r["mb_per_s"], r["broker_cpu_ms_per_mb"],
                         r["broker_sched_ms_per_mb"], r["broker_util_pct"], r["rtt_ms"],
-                        "%d" % r["txn_retries"] if "txn_retries" in r else "-", r["other_pct"]))
+                        "%d" % r["txn_retries"] if "txn_retries" in r else "-", r["other_pct"],
+                        r["rest_pct"]))
         for s in systems:
             for t in FETCH_TOPICS:
                 bench.topic(s, create="f-" + t)
@@ -292,9 +324,10 @@ def run(opts):
                     r.update(system=s, phase="fetch", mode="%s-%s" % (t, iso), round=rnd,
                              passes=opts.passes)
                     results.append(r)
-                    log("%-5d %-5s %-12s %7.0f MB/s %8.4f CPU-ms/MB (schedstat %.1f ms, stat %d ms)"
-                        % (rnd, s, "%s-%s" % (t, iso), r["mb_per_s"],
-                           r["broker_sched_ms_per_mb"], r["broker_sched_ms"], r["broker_cpu_ms"]))
+                    log("%-5d %-5s %-12s %7.0f MB/s %8.4f CPU-ms/MB (schedstat %.1f ms, stat %d ms) "
+                        "rest %.0f%%" % (rnd, s, "%s-%s" % (t, iso), r["mb_per_s"],
+                                         r["broker_sched_ms_per_mb"], r["broker_sched_ms"],
+                                         r["broker_cpu_ms"], r["rest_pct"]))
         log("uptime at end: %s" % uptime())
     finally:
         for s in bench.servers.values():
