@@ -4,11 +4,11 @@
 //! Mental model: `logcheck_driver.py w2` runs two transactional confluent-kafka producers
 //! (1-4 sends over random partitions per transaction, 1 in 8 aborted on purpose) and two
 //! read_committed assign-mode consumers, writing a JSON-lines history with `txn` events; the
-//! test is the nemesis. Round 1 kills the leader of partition 0 and restarts it once another
-//! node leads; round 2 kills the transaction coordinator of the first producer's
-//! transactional id and restarts it once another node coordinates. Each fault and heal is a
-//! marker in the history, and the cluster is healthy again (every partition of the topic and
-//! of `__transaction_state` led, ISR full) before the next round. Closing the driver's stdin
+//! test is the nemesis. Round 1 kills the leader of partition 0, round 2 the transaction
+//! coordinator of the first producer's transactional id; each restarts the node once another
+//! node took its role over and the producers committed 30 more transactions without it. Each
+//! fault and heal is a marker in the history, and the cluster is healthy again (every
+//! partition of the topic and of `__transaction_state` led, ISR full) before the next round. Closing the driver's stdin
 //! stops the producers and drains every partition at read_committed to its high watermark (so
 //! a hanging transaction fails the drain), then `logcheck` must find G1a = 0, torn = 0,
 //! precommitted-read = 0 and no other safety anomaly, every committed send seen, and
@@ -31,6 +31,8 @@ const TOPIC: &str = "w2";
 const PARTITIONS: i32 = 3;
 /// The first producer's transactional id (the driver's prefix, index 0).
 const TID: &str = "cluster-w2-0";
+/// Transactions the producers must commit while a killed node is down.
+const WHILE_DOWN: i64 = 30;
 
 struct Evidence {
     dir: Option<tempfile::TempDir>,
@@ -64,16 +66,18 @@ fn phase(t0: Instant, what: &str) {
     eprintln!("[phase W2 {:>6.2}s] {what}", t0.elapsed().as_secs_f64());
 }
 
-/// Kills node `victim` (1-based), waits until `moved` names another node for its role, marks
-/// and restarts it, and waits for a healthy cluster; `moved` is polled with the nodes up.
+/// Kills node `victim` (1-based), waits until `moved` names another node for its role and the
+/// producers have committed [`WHILE_DOWN`] more transactions (past `ok`) with the node down,
+/// marks and restarts it, and waits for a healthy cluster; `moved` is polled with the nodes
+/// up. Returns the committed count seen while the node was down.
 fn kill_round(
     cluster: &mut Cluster,
     driver: &mut Background,
     t0: Instant,
-    victim: i32,
+    (victim, ok): (i32, i64),
     role: &str,
     moved: impl Fn(&Cluster, &[bool]) -> Option<i32>,
-) {
+) -> i64 {
     let v = (victim - 1) as usize;
     let mut up = [true; 3];
     driver.send_line(&format!("fault kill -9 node {victim} ({role})"));
@@ -88,11 +92,14 @@ fn kill_round(
         t0,
         &format!("node {victim} ({role}) killed; node {new} took over"),
     );
+    let ok = wait_ok(driver, ok + WHILE_DOWN, Duration::from_secs(30));
+    phase(t0, &format!("{ok} committed with node {victim} down"));
     cluster.nodes[v].restart();
     up[v] = true;
     driver.send_line(&format!("heal restart node {victim}"));
     nodes::wait_healthy(cluster, &up, &[TOPIC, TXN_STATE], Duration::from_secs(30));
     phase(t0, &format!("node {victim} restarted; every ISR full"));
+    ok
 }
 
 pub fn run() {
@@ -147,11 +154,11 @@ pub fn run() {
 
     // Round 1: the leader of partition 0.
     let leader = nodes::wait_healthy(&cluster, &[true; 3], &[TOPIC], Duration::from_secs(10))[0];
-    kill_round(
+    ok = kill_round(
         &mut cluster,
         &mut driver,
         t0,
-        leader,
+        (leader, ok),
         "leader of partition 0",
         |c, up| {
             let l = nodes::leader_of(c, up, TOPIC, 0)?;
@@ -164,11 +171,11 @@ pub fn run() {
     // Round 2: the coordinator of the first producer's transactional id.
     let coordinator =
         nodes::wait_coordinator(&cluster, &[true; 3], TID, None, Duration::from_secs(10));
-    kill_round(
+    ok = kill_round(
         &mut cluster,
         &mut driver,
         t0,
-        coordinator,
+        (coordinator, ok),
         &format!("coordinator of {TID}"),
         |c, up| {
             (0..3).filter(|i| up[*i]).find_map(|i| {
