@@ -14,6 +14,14 @@
 //! min ISR 2; `__consumer_offsets` RF=3; timed-out transactions aborted every 500 ms. Scripts:
 //! `tests/compat/py/txn_cluster.py`, `txn_ck.py` and the driver's `w2`
 //! (`logcheck_driver.py`). Budget: a multi-node scenario, 120 s (`.config/nextest.toml`).
+//!
+//! The coordinator-kill and W2 tests are `#[ignore]`d for a server bug (see the attribute):
+//! a marker job's WriteTxnMarkers to a remote leader travels on the one peer connection the
+//! coordinator node's replica fetcher also uses for that leader, so the marker's acks=-1 wait
+//! and the follower fetch it waits for block each other until the ISR drops the coordinator
+//! node (replica.lag.time.max.ms); with a node down (ISR at min.insync.replicas) never. On a
+//! build whose marker requests have a connection of their own both pass (12-25 s each); run
+//! them with `cargo nextest run -p skiff-compat --test cluster_txn --run-ignored all`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "cluster_txn/history.rs"]
