@@ -193,8 +193,6 @@ struct Sim {
     cov: Coverage,
     /// `SKIFF_TXN_STORAGE_SIM_TRACE=1`: print every event (to diagnose a replayed seed).
     trace: bool,
-    /// `SKIFF_TXN_STORAGE_SIM_NO_WORKAROUND=1`: no workaround for the storage bug.
-    no_workaround: bool,
 }
 
 fn log_config() -> LogConfig {
@@ -286,7 +284,6 @@ impl Sim {
             committed: BTreeSet::new(),
             cov: Coverage::default(),
             trace: std::env::var_os("SKIFF_TXN_STORAGE_SIM_TRACE").is_some(),
-            no_workaround: std::env::var_os("SKIFF_TXN_STORAGE_SIM_NO_WORKAROUND").is_some(),
         })
     }
 
@@ -625,15 +622,14 @@ fn marker_batch(job: &MarkerJob, now_ms: i64) -> Result<Vec<u8>, String> {
     .map_err(|e| format!("marker: {e}"))
 }
 
-/// Storage bug found by this simulation (seed 4 before the workaround): when `Log::truncate_to`
+/// Regression test of a storage bug this simulation found (seed 4, fixed): when `Log::truncate_to`
 /// cannot truncate the producer state exactly (here: it cuts a marker, even one that closed
 /// nothing) it rebuilds it from a snapshot plus a replay, and the replayed markers put their
 /// completed transactions back among the unreplicated ones without pruning them by the high
 /// watermark (`truncate_producer_state` lacks the `on_high_watermark_updated(hw)` that
-/// `load_producer_state` does): the first unstable offset drops to a long-stable committed
-/// transaction until the next `set_high_watermark`. Un-ignore once storage prunes there.
+/// `load_producer_state` does): the first unstable offset dropped to a long-stable committed
+/// transaction until the next `set_high_watermark`.
 #[test]
-#[ignore = "storage bug: truncate_to's producer-state rebuild does not prune by the HW"]
 fn truncating_a_no_op_marker_keeps_the_lso() {
     let d = tempfile::tempdir().unwrap();
     let opts = LogOpenOptions {

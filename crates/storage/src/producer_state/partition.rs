@@ -140,6 +140,12 @@ impl Log {
             .filter(|s| s.map_end_offset() >= start)
             .unwrap_or_else(|| ProducerStateManager::new(start));
         self.replay_producer_batches()?;
+        // The replay puts back completed transactions whose markers the HW had already
+        // passed; prune them as Kafka's `truncateTo` does (`updateHighWatermark`), or the
+        // LSO would drop below transactions that were stable (found by the txn+storage sim).
+        self.producers
+            .state
+            .on_high_watermark_updated(self.high_watermark.min(end));
         Ok(())
     }
 

@@ -203,15 +203,6 @@ impl Sim {
                 .truncate_to(hw)
                 .map_err(|e| format!("truncate to {hw}: {e}"))?;
             self.cov.truncations += 1;
-            // Workaround for a storage bug (see `truncating_a_no_op_marker_keeps_the_lso` in
-            // sim_storage.rs): a truncation's producer-state rebuild leaves stable completed
-            // transactions unstable until the HW is set again; a replica sets it right after
-            // anyway. SKIFF_TXN_STORAGE_SIM_NO_WORKAROUND=1 shows the bug (seed 4).
-            if !self.no_workaround {
-                let pt = &mut self.parts[i];
-                let hw = pt.log.high_watermark();
-                pt.log.set_high_watermark(hw);
-            }
             self.after_truncation(i, hw)?;
         }
         Ok(())
