@@ -119,24 +119,42 @@ pub fn open_observer(
     Ok((store, observer))
 }
 
-/// Inter-node clients, one per node address, made on first use.
+/// Inter-node clients, one per node address and purpose, made on first use.
+///
+/// A node answers the requests of one connection in order, so a request whose answer waits
+/// for replication must not share a connection with the fetches that replication needs:
+/// the transaction coordinator's WriteTxnMarkers (acks=-1 on the leader) and the leaders'
+/// verification calls get their own connections ([`Peers::client_for`]), apart from the
+/// replica fetchers' and the controller RPCs' ([`Peers::client`]).
 #[derive(Debug, Default)]
 pub struct Peers {
-    clients: Mutex<HashMap<String, NodeClient>>,
+    clients: Mutex<HashMap<(&'static str, String), NodeClient>>,
     /// Topics being created through the controller in the background.
     pub creating: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Peers {
+    /// The shared connection to `addr` (fetchers, controller RPCs, forwarding).
     pub fn client(&self, addr: &str, request_timeout: Duration) -> NodeClient {
+        self.client_for("node", addr, request_timeout)
+    }
+
+    /// The connection to `addr` for `purpose` (`skiff-<purpose>` is its client id); the
+    /// timeout is the one of the call that made it.
+    pub fn client_for(
+        &self,
+        purpose: &'static str,
+        addr: &str,
+        request_timeout: Duration,
+    ) -> NodeClient {
         self.clients
             .lock()
-            .entry(addr.to_string())
+            .entry((purpose, addr.to_string()))
             .or_insert_with(|| {
                 NodeClient::spawn(
                     addr,
                     NodeClientConfig {
-                        client_id: "skiff-node".into(),
+                        client_id: format!("skiff-{purpose}"),
                         connect_timeout: request_timeout,
                         request_timeout,
                         ..NodeClientConfig::default()

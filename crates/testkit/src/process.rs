@@ -23,6 +23,7 @@ use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::Duration;
 
@@ -75,12 +76,24 @@ pub fn skiff_binary() -> PathBuf {
 /// (`net.ipv4.ip_local_port_range`), so no port-0 bind (a node's admin listener) and no
 /// client socket can be handed the same port before the node binds it: that collision
 /// failed cluster starts with "Address already in use" (seen in CI runs), and client
-/// sockets in TIME_WAIT filled the ephemeral range.
+/// sockets in TIME_WAIT filled the ephemeral range. Ports are handed out in sequence from a
+/// random start per process ([`PORT_CURSOR`]), so one process never hands the same port out
+/// twice before wrapping (independent random draws did: two voters of one cluster got the
+/// same controller port), and parallel test processes start far apart.
 pub fn free_port() -> u16 {
     let below = ephemeral_start().saturating_sub(1);
     if below > 11_000 {
+        let span = u32::from(below - 10_000);
+        // The first call picks the start; 0 means "not started".
+        let _ = PORT_CURSOR.compare_exchange(
+            0,
+            rand::random_range(1..=span),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
         for _ in 0..500 {
-            let port = rand::random_range(10_000..below);
+            let n = PORT_CURSOR.fetch_add(1, Ordering::Relaxed);
+            let port = 10_000 + u16::try_from(n % span).unwrap_or(0);
             if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
                 return port;
             }
@@ -91,6 +104,10 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
 }
+
+/// Where [`free_port`] continues (an offset from port 10000); the one piece of process-wide
+/// state here besides the one-at-a-time lock: it only spreads ports, nothing depends on it.
+static PORT_CURSOR: AtomicU32 = AtomicU32::new(0);
 
 /// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
 fn ephemeral_start() -> u16 {

@@ -15,13 +15,12 @@
 //! `tests/compat/py/txn_cluster.py`, `txn_ck.py` and the driver's `w2`
 //! (`logcheck_driver.py`). Budget: a multi-node scenario, 120 s (`.config/nextest.toml`).
 //!
-//! The coordinator-kill and W2 tests are `#[ignore]`d for a server bug (see the attribute):
-//! a marker job's WriteTxnMarkers to a remote leader travels on the one peer connection the
-//! coordinator node's replica fetcher also uses for that leader, so the marker's acks=-1 wait
-//! and the follower fetch it waits for block each other until the ISR drops the coordinator
-//! node (replica.lag.time.max.ms); with a node down (ISR at min.insync.replicas) never. On a
-//! build whose marker requests have a connection of their own both pass (12-25 s each); run
-//! them with `cargo nextest run -p skiff-compat --test cluster_txn --run-ignored all`.
+//! These tests found a head-of-line deadlock (fixed): a marker job's WriteTxnMarkers to a
+//! remote leader travelled on the one peer connection the coordinator node's replica fetcher
+//! also used for that leader, so the marker's acks=-1 wait and the follower fetch it waited
+//! for blocked each other until the ISR dropped the coordinator node; with a node down,
+//! forever. Marker and verification calls now have connections of their own
+//! (`Peers::client_for`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "cluster_txn/history.rs"]
@@ -255,7 +254,6 @@ fn wait_committed(bg: &mut skiff_compat::Background, at_least: u64, within: Dura
 }
 
 #[test]
-#[ignore = "bug: WriteTxnMarkers shares the replica fetcher's peer connection; a marker waiting for acks=-1 blocks the follower fetch behind it (transactions stall 5.5 s per remote leader, forever with a node down)"]
 fn cluster_txn_coordinator_kill9_mid_commit() {
     const PER_PARTITION: usize = 2;
     let t0 = Instant::now();
@@ -378,7 +376,6 @@ fn cluster_txn_coordinator_kill9_mid_commit() {
 }
 
 #[test]
-#[ignore = "bug: WriteTxnMarkers shares the replica fetcher's peer connection; a marker waiting for acks=-1 blocks the follower fetch behind it (transactions stall 5.5 s per remote leader, forever with a node down)"]
 fn cluster_txn_w2_history_under_leader_and_coordinator_kill9() {
     history::run();
 }

@@ -153,7 +153,11 @@ async fn write_remote(
                 .collect(),
         }],
     };
-    let client = broker.peers.client(&addr, Duration::from_secs(30));
+    // Its own connection: the leader answers it only once the marker is replicated, which
+    // needs this node's follower fetches (on the shared connection) to go on meanwhile.
+    let client = broker
+        .peers
+        .client_for("txn-markers", &addr, Duration::from_secs(30));
     let response = match client.call_at(1, RequestBody::from(request)).await {
         Ok(ResponseBody::WriteTxnMarkers(r)) => r,
         Ok(other) => {

@@ -198,9 +198,10 @@ pub async fn verify_remote(
         }],
         ..AddPartitionsToTxnRequest::default()
     };
+    // Its own connection, not queued behind the replica fetchers' long polls.
     let client = broker
         .peers
-        .client(&addr, std::time::Duration::from_secs(10));
+        .client_for("txn-verify", &addr, std::time::Duration::from_secs(10));
     let r = match client.call_at(VERIFY_VERSION, RequestBody::from(req)).await {
         Ok(ResponseBody::AddPartitionsToTxn(r)) => r,
         Ok(other) => return unreachable(format!("unexpected answer {:?}", other.api_key())),
