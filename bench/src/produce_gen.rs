@@ -25,7 +25,9 @@
 //! Transactions (issue 18): `--transactional-id ID --records-per-txn N` makes it a
 //! transactional producer ([`crate::txn_gen`]): the run is cut into transactions of N records,
 //! each AddPartitionsToTxn, pipelined transactional batches, EndTxn commit; the warm-up is a
-//! transaction of its own.
+//! transaction of its own. `--drain-every N --extra-round-trips K` measures the round-trip
+//! limit of that shape without transactions: an idempotent run that, every N records, drains
+//! and then makes K no-op round trips (`txn_gen`'s module doc).
 //!
 //! Output: one `produce: key=value ...` line (parsed by `bench/idempotence/`), then exit 0; any
 //! unexpected answer is an error (exit 1). It is a benchmark tool, not a client: no retries,
@@ -49,7 +51,7 @@ use crate::payload::Rng;
 use crate::produce_plan::{
     BatchPlan, Checker, DelaySpread, PartitionAnswer, Planner, pace_sleep, record_key,
 };
-use crate::txn_gen::{Feed, Next, Txn, TxnStats};
+use crate::txn_gen::{DrainStats, Feed, Next, Txn, TxnStats};
 
 /// The delivery header (`skiff_storage::delivery::DELAY_HEADER`; the bench speaks the wire).
 const DELAY_HEADER: &str = "__delay_ms";
@@ -114,6 +116,12 @@ pub struct Args {
     /// written); the Java client waits 20 ms.
     #[arg(long, default_value_t = 1)]
     pub txn_retry_ms: u64,
+    /// Round-trip limit: every N records, wait for every answer, then --extra-round-trips
+    /// no-op round trips (ApiVersions) on the same connection.
+    #[arg(long)]
+    pub drain_every: Option<u64>,
+    #[arg(long, default_value_t = 2)]
+    pub extra_round_trips: u32,
 }
 
 /// Runs the subcommand: prints the `produce:` line.
@@ -135,6 +143,7 @@ pub fn main(a: Args) -> Result<()> {
         transactional_id: a.transactional_id,
         records_per_txn: a.records_per_txn,
         txn_retry_ms: a.txn_retry_ms,
+        drain: a.drain_every.map(|n| (n, a.extra_round_trips)),
     };
     println!(
         "{}",
@@ -162,6 +171,8 @@ pub struct Options {
     pub transactional_id: Option<String>,
     pub records_per_txn: u64,
     pub txn_retry_ms: u64,
+    /// Round-trip limit: (records per drain, no-op round trips after each).
+    pub drain: Option<(u64, u32)>,
 }
 
 /// The figures of one run.
@@ -186,6 +197,7 @@ pub struct Outcome {
     pub batches: u64,
     /// Transactional mode: records per transaction and the figures of [`TxnStats`].
     pub txn: Option<(u64, TxnStats)>,
+    pub drain: Option<DrainStats>,
 }
 
 /// CPU of the broker's thread classes over a window, ms.
@@ -231,6 +243,7 @@ impl Outcome {
                 t.end_ms / t.committed.max(1) as f64
             ));
         }
+        s.push_str(&self.drain.map(|d| d.line()).unwrap_or_default());
         if let Some(b) = self.broker_cpu_ms {
             s.push_str(&format!(
                 " broker_cpu_ms={b:.0} broker_cpu_ms_per_mb={:.3}",
@@ -604,7 +617,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         producer_id >= 0,
         opts.records,
     );
-    let mut feed = Feed::new(planner, txn);
+    let mut feed = Feed::new(planner, txn, opts.drain)?;
     let mut checker = Checker::new(partitions);
     let warm = feed.warmup(&mut conn)?;
     let got = answers(conn.call(PRODUCE_VERSION, enc.request(&warm, false)?)?)?;
@@ -677,6 +690,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         keys: opts.keys,
         delayed_batches: enc.delayed_batches,
         batches: enc.batches,
+        drain: feed.drain,
         txn: feed.txn.map(|t| (opts.records_per_txn, t.stats)),
     })
 }

@@ -26,6 +26,16 @@
 //! commit's marker takes one offset in each of the transaction's partitions, before the next
 //! transaction may add them: [`Checker::skip_markers`] expects that gap.
 //!
+//! The round-trip limit (issue 18): [`Drained`] cuts the same stream into segments of
+//! `every` records exactly as [`plan_txn`] cuts transactions (same requests, same batches, same
+//! sequences), but for an idempotent producer: a segment's requests are pipelined, then
+//! [`DrainStep::Wait`] until every one is answered, then [`DrainStep::RoundTrips`] (the caller
+//! makes its K no-op round trips on the idle connection), then the next segment. One segment
+//! thus has the serial round-trip shape of a v1 transaction (drain, EndTxn, the next
+//! AddPartitionsToTxn) without any transaction work; no markers, so the checker's offsets stay
+//! consecutive. Invariants: `RoundTrips` comes exactly once per segment (the last included),
+//! only when idle, and never before the segment's last request was handed out.
+//!
 //! Record content helpers (bench2, issues 7 and 8), pure as well: [`DelaySpread`] says which
 //! timed batches carry a `__delay_ms` header on their first record (`percent` of them, evenly
 //! spread: batch `i` is delayed when `floor((i+1)·p/100) > floor(i·p/100)`, so 1% is every
@@ -170,6 +180,62 @@ pub fn plan_txn(planner: &mut Planner, per_txn: u64) -> Option<TxnPlan> {
         requests.push(r);
     }
     (!requests.is_empty()).then(|| TxnPlan::of(requests))
+}
+
+/// What the round-trip-limit mode does next (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DrainStep {
+    Send(Vec<BatchPlan>),
+    /// The segment's requests are all sent: wait for their answers.
+    Wait,
+    /// The segment is drained (no request in flight): make the no-op round trips now.
+    RoundTrips,
+    Done,
+}
+
+/// Segments of `every` records, each drained and followed by round trips.
+#[derive(Clone, Debug)]
+pub struct Drained {
+    every: u64,
+    queue: std::collections::VecDeque<Vec<BatchPlan>>,
+    /// A segment was begun and its round trips are not made yet.
+    open: bool,
+}
+
+impl Drained {
+    /// `every` >= 1 (clamped).
+    pub fn new(every: u64) -> Drained {
+        Drained {
+            every: every.max(1),
+            queue: std::collections::VecDeque::new(),
+            open: false,
+        }
+    }
+
+    /// The next step; `idle`: no request is in flight. After [`DrainStep::RoundTrips`] the
+    /// caller asks again (still idle) for the next segment's first request.
+    pub fn next(&mut self, planner: &mut Planner, idle: bool) -> DrainStep {
+        if let Some(r) = self.queue.pop_front() {
+            return DrainStep::Send(r);
+        }
+        if self.open {
+            if !idle {
+                return DrainStep::Wait;
+            }
+            self.open = false;
+            return DrainStep::RoundTrips;
+        }
+        match plan_txn(planner, self.every) {
+            None => DrainStep::Done,
+            Some(seg) => {
+                self.queue = seg.requests.into();
+                self.open = true;
+                self.queue
+                    .pop_front()
+                    .map_or(DrainStep::Done, DrainStep::Send)
+            }
+        }
+    }
 }
 
 /// Which batches carry a `__delay_ms` header (see the module doc).
@@ -475,6 +541,60 @@ mod tests {
         c.check(&w, &answers(&w, &[0, 0])).unwrap();
         c.skip_markers(&[1, 9]); // an unknown partition is ignored
         c.check(&r1, &answers(&r1, &[1, 2])).unwrap();
+    }
+
+    /// (per batch, request batches, total, every, in flight) -> requests per segment; every
+    /// segment ends with exactly one RoundTrips, made idle, after its last request.
+    #[test]
+    fn drained_segments_have_the_transaction_shape() {
+        for (per_batch, req_batches, total, every, max_in_flight, want) in [
+            (15, 1, 2000, 1000, 5, vec![67, 67]),
+            (15, 1, 250, 100, 5, vec![7, 7, 4]),
+            (15, 1, 250, 100, 1, vec![7, 7, 4]),
+            (15, 8, 100, 1000, 5, vec![7]),
+            (4, 8, 3, 0, 2, vec![1, 1, 1]), // every 0 is clamped to 1
+        ] {
+            let mut p = Planner::new(1, per_batch, req_batches, true, total);
+            p.warmup();
+            // The transactional cut of the same stream, for comparison.
+            let mut q = p.clone();
+            let mut txn_requests = Vec::new();
+            while let Some(t) = plan_txn(&mut q, every) {
+                txn_requests.extend(t.requests);
+            }
+            let mut d = Drained::new(every);
+            let (mut in_flight, mut sent, mut segments) = (0usize, Vec::new(), Vec::new());
+            let mut this_segment = 0;
+            loop {
+                match d.next(&mut p, in_flight == 0) {
+                    DrainStep::Send(r) => {
+                        assert!(in_flight < max_in_flight, "the caller's window");
+                        sent.push(r);
+                        in_flight += 1;
+                        this_segment += 1;
+                        if in_flight == max_in_flight {
+                            in_flight -= 1; // the caller reads an answer
+                        }
+                    }
+                    DrainStep::Wait => {
+                        assert!(in_flight > 0, "Wait only with requests in flight");
+                        in_flight -= 1;
+                    }
+                    DrainStep::RoundTrips => {
+                        assert_eq!(in_flight, 0, "round trips only when drained");
+                        segments.push(this_segment);
+                        this_segment = 0;
+                    }
+                    DrainStep::Done => break,
+                }
+            }
+            assert_eq!(this_segment, 0, "the last segment has its round trips too");
+            assert_eq!(segments, want, "{per_batch} {req_batches} {total} {every}");
+            assert_eq!(
+                sent, txn_requests,
+                "the same requests as transactions of {every}"
+            );
+        }
     }
 
     fn delayed_of(percent: f64, n: usize) -> Vec<usize> {

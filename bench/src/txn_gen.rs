@@ -19,7 +19,11 @@
 //! [`Feed`] is what the run loop of [`crate::produce_gen`] asks for its next request: without
 //! a transactional id it is the planner's next request; with one it is the open transaction's
 //! next request, [`Next::Drain`] while the transaction's last requests are unanswered, and at
-//! an idle connection the commit of that transaction and the start of the next.
+//! an idle connection the commit of that transaction and the start of the next. With
+//! `--drain-every N --extra-round-trips K` (the round-trip limit, [`Drained`]) it is the
+//! idempotent stream cut into segments of N records; at each segment's end, once drained, K
+//! ApiVersions v3 round trips on the same connection (answered without any transaction work;
+//! each must be error 0), timed into [`DrainStats`].
 //!
 //! Invariants: a transaction's batches are sent only after its AddPartitionsToTxn succeeded;
 //! EndTxn is sent only with no Produce request in flight; every transaction is committed
@@ -30,17 +34,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use skiff_protocol::{
-    AddPartitionsToTxnRequest, AddPartitionsToTxnTopic, EndTxnRequest, FindCoordinatorRequest,
-    InitProducerIdRequest, RequestBody, ResponseBody,
+    AddPartitionsToTxnRequest, AddPartitionsToTxnTopic, ApiVersionsRequest, EndTxnRequest,
+    FindCoordinatorRequest, InitProducerIdRequest, RequestBody, ResponseBody,
 };
 
 use crate::produce_gen::Conn;
-use crate::produce_plan::{BatchPlan, Checker, Planner, TxnPlan, plan_txn};
+use crate::produce_plan::{BatchPlan, Checker, DrainStep, Drained, Planner, TxnPlan, plan_txn};
 
 const FIND_COORDINATOR_VERSION: i16 = 3;
 const INIT_PRODUCER_ID_VERSION: i16 = 4;
 const ADD_PARTITIONS_VERSION: i16 = 3;
 const END_TXN_VERSION: i16 = 3;
+const API_VERSIONS_VERSION: i16 = 3;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 const TXN_TIMEOUT_MS: i32 = 60_000;
 /// How long the coordinator may stay unavailable (Kafka creates 50 partitions first).
@@ -80,6 +85,43 @@ pub(crate) struct TxnStats {
     /// Wall time spent in AddPartitionsToTxn (retries included) and in EndTxn.
     pub add_ms: f64,
     pub end_ms: f64,
+}
+
+/// Figures of the round-trip-limit mode over the timed run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DrainStats {
+    pub every: u64,
+    pub extra_round_trips: u32,
+    /// Segments drained (each followed by the round trips).
+    pub drains: u64,
+    /// Wall time of the no-op round trips.
+    pub round_trip_ms: f64,
+}
+
+impl DrainStats {
+    /// The fields it adds to the `produce:` line.
+    pub fn line(&self) -> String {
+        format!(
+            " drain_every={} extra_round_trips={} drains={} extra_rtt_ms_per_drain={:.3}",
+            self.every,
+            self.extra_round_trips,
+            self.drains,
+            self.round_trip_ms / self.drains.max(1) as f64
+        )
+    }
+}
+
+/// One no-op round trip: ApiVersions v3, which must be answered with error 0.
+fn api_versions(conn: &mut Conn) -> Result<()> {
+    let req = ApiVersionsRequest {
+        client_software_name: "skiff-bench".into(),
+        client_software_version: "1".into(),
+    };
+    match conn.call(API_VERSIONS_VERSION, req.into())? {
+        ResponseBody::ApiVersions(r) if r.error_code == 0 => Ok(()),
+        ResponseBody::ApiVersions(r) => bail!("ApiVersions: error {}", r.error_code),
+        _ => bail!("ApiVersions: unexpected response type"),
+    }
 }
 
 /// A transactional producer's state on one connection.
@@ -269,11 +311,27 @@ fn retry<R: Into<RequestBody>>(
 pub(crate) struct Feed {
     planner: Planner,
     pub txn: Option<Txn>,
+    /// The round-trip-limit mode (never with `txn`).
+    drained: Option<Drained>,
+    pub drain: Option<DrainStats>,
 }
 
 impl Feed {
-    pub fn new(planner: Planner, txn: Option<Txn>) -> Feed {
-        Feed { planner, txn }
+    /// `drain`: `Some((every, round trips))` for the round-trip-limit mode.
+    pub fn new(planner: Planner, txn: Option<Txn>, drain: Option<(u64, u32)>) -> Result<Feed> {
+        if txn.is_some() && drain.is_some() {
+            bail!("--drain-every is for an idempotent producer, not a transactional one");
+        }
+        Ok(Feed {
+            planner,
+            txn,
+            drained: drain.map(|(every, _)| Drained::new(every)),
+            drain: drain.map(|(every, extra_round_trips)| DrainStats {
+                every,
+                extra_round_trips,
+                ..DrainStats::default()
+            }),
+        })
     }
 
     /// The warm-up request (untimed); in a transaction of its own, begun here.
@@ -297,6 +355,23 @@ impl Feed {
 
     /// The next step; `idle`: no request is in flight.
     pub fn next(&mut self, conn: &mut Conn, idle: bool, checker: &mut Checker) -> Result<Next> {
+        if let (Some(d), Some(stats)) = (self.drained.as_mut(), self.drain.as_mut()) {
+            loop {
+                match d.next(&mut self.planner, idle) {
+                    DrainStep::Send(r) => return Ok(Next::Send(r)),
+                    DrainStep::Wait => return Ok(Next::Drain),
+                    DrainStep::Done => return Ok(Next::Done),
+                    DrainStep::RoundTrips => {
+                        let t0 = Instant::now();
+                        for _ in 0..stats.extra_round_trips {
+                            api_versions(conn)?;
+                        }
+                        stats.round_trip_ms += t0.elapsed().as_secs_f64() * 1000.0;
+                        stats.drains += 1;
+                    }
+                }
+            }
+        }
         let Some(t) = self.txn.as_mut() else {
             return Ok(self.planner.next_request().map_or(Next::Done, Next::Send));
         };

@@ -34,6 +34,13 @@ broker's utime+stime from /proc/PID/stat (all threads, Kafka's JIT and GC includ
            markers still being written) retried after 1 ms (--txn-retry-ms; the Java client
            waits 20). MB/s of record values over the generator's window, broker CPU-ms/MB,
            and the ratio of each transactional mode to "idem" of the same round and system.
+           The round-trip limit: modes "rtt100" and "rtt1000" are "idem" that, every 100 or
+           1,000 records, waits for every answer (the drain before EndTxn) and then makes 2
+           no-op round trips (ApiVersions v3) on the same connection: the serial round-trip
+           shape of a v1 transaction (drain, EndTxn, the next AddPartitionsToTxn) without any
+           transaction work (`--drain-every N --extra-round-trips 2`). Reported per round:
+           rtt/idem (the protocol's bound), txn/idem and txn/rtt (what the transaction costs
+           beyond its round trips).
   fetch    per system, three topics written once (--fetch-records each): "plain"
            (idempotent), "txn1000" and "txn100" (committed transactions); per round each
            topic is read --passes times with isolation level 0 (read_uncommitted, "ru") and 1
@@ -66,8 +73,9 @@ from procs import GENERATOR_CPU, BenchError  # noqa: E402
 
 SYSTEMS = ("skiff", "kafka")
 PORTS = {"skiff": 29700, "kafka": 29710}
-MODES = ("idem", "txn100", "txn1000")
-PER_TXN = {"txn100": 100, "txn1000": 1000}
+MODES = ("idem", "txn100", "txn1000", "rtt100", "rtt1000")
+PER_TXN = {"txn100": 100, "txn1000": 1000, "rtt100": 100, "rtt1000": 1000}
+EXTRA_ROUND_TRIPS = 2  # EndTxn and the next AddPartitionsToTxn
 FETCH_TOPICS = ("plain", "txn1000", "txn100")
 RECORD_BYTES = 1024
 
@@ -139,6 +147,9 @@ class Bench:
                 "--record-bytes", RECORD_BYTES, "--broker-pid", s.pid]
         if mode == "idem":
             args.append("--idempotent")
+        elif mode.startswith("rtt"):
+            args += ["--idempotent", "--drain-every", PER_TXN[mode],
+                     "--extra-round-trips", EXTRA_ROUND_TRIPS]
         else:
             self.txn_ids += 1
             args += ["--transactional-id", "bench-%s-%d" % (mode, self.txn_ids),
@@ -153,7 +164,8 @@ class Bench:
         r["other_pct"] = 100.0 * (o1 - o0) / 1000.0 / secs
         r["rest_pct"] = self.rest_pct
         r["broker_util_pct"] = 100.0 * float(kv["broker_cpu_ms"]) / 1000.0 / secs
-        for k in ("txns", "txn_retries", "add_ms_per_txn", "end_ms_per_txn"):
+        for k in ("txns", "txn_retries", "add_ms_per_txn", "end_ms_per_txn", "drains",
+                  "extra_rtt_ms_per_drain"):
             if k in kv:
                 r[k] = float(kv[k])
         return r
@@ -213,7 +225,7 @@ def report(results, systems, passes):
     log("== produce: median [min-max] over rounds (1 KiB records, one partition)")
     log("| mode | system | MB/s | broker CPU-ms/MB (stat) | (schedstat) | broker CPU % "
         "| MB/s / idem (per round) | CPU-ms/MB / idem | retries/txn | AddPartitions ms/txn "
-        "| EndTxn ms/txn | extra ms/txn | other % | rest % |")
+        "| EndTxn ms/txn | extra ms per txn (or drain) | other % | rest % |")
     log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode in MODES:
         for s in systems:
@@ -235,8 +247,28 @@ def report(results, systems, passes):
                 fmt(txn, 2) if txn else "-",
                 fmt(g("add_ms_per_txn"), 3) if txn else "-",
                 fmt(g("end_ms_per_txn"), 3) if txn else "-",
-                fmt(extra, 3) if txn else "-",
+                fmt(extra, 3) if mode != "idem" else "-",
                 fmt(g("other_pct"), 1), fmt(g("rest_pct"), 0)))
+    log("")
+    log("== the round-trip limit: per-round ratios, median [min-max] (rtt: idem drained every "
+        "N records, then %d no-op round trips)" % EXTRA_ROUND_TRIPS)
+    log("| N | system | rtt MB/s | rtt / idem | txn / idem | txn / rtt | rtt CPU-ms/MB / idem "
+        "| txn CPU-ms/MB / rtt | no-op round trips ms per drain | EndTxn + AddPartitions ms/txn |")
+    log("|---|---|---|---|---|---|---|---|---|---|")
+    for n in (1000, 100):
+        rtt, txn = "rtt%d" % n, "txn%d" % n
+        for s in systems:
+            g = lambda k, m: summary(results, s, "produce", k, m)  # noqa: E731
+            both = [r["add_ms_per_txn"] + r["end_ms_per_txn"] for r in results
+                    if (r["system"], r["phase"], r["mode"]) == (s, "produce", txn)]
+            log("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                n, s, fmt(g("mb_per_s", rtt), 1),
+                fmt(per_round_ratio(results, s, "produce", "mb_per_s", rtt, "idem"), 3),
+                fmt(per_round_ratio(results, s, "produce", "mb_per_s", txn, "idem"), 3),
+                fmt(per_round_ratio(results, s, "produce", "mb_per_s", txn, rtt), 3),
+                fmt(per_round_ratio(results, s, "produce", "broker_sched_ms_per_mb", rtt, "idem"), 3),
+                fmt(per_round_ratio(results, s, "produce", "broker_sched_ms_per_mb", txn, rtt), 3),
+                fmt(g("extra_rtt_ms_per_drain", rtt), 3), fmt(both, 3)))
     log("")
     log("== fetch: median [min-max] over rounds (broker CPU-ms per MB of batches sent, schedstat)")
     log("| topic | system | ru CPU-ms/MB | rc CPU-ms/MB | rc / ru (per round) | rc / ru (stat) "
@@ -268,6 +300,11 @@ def report(results, systems, passes):
             v = statistics.median(r)
             log("target txn1000 >= 0.90 x idem MB/s, %s: %.3f (%s)"
                 % (s, v, "met" if v >= 0.90 else "MISSED by %.1f%%" % (100 * (0.90 - v) / 0.90)))
+        lim = per_round_ratio(results, s, "produce", "mb_per_s", "rtt1000", "idem")
+        vs = per_round_ratio(results, s, "produce", "mb_per_s", "txn1000", "rtt1000")
+        if lim and vs:
+            log("measured round-trip limit rtt1000 / idem, %s: %.3f; txn1000 / rtt1000: %.3f"
+                % (s, statistics.median(lim), statistics.median(vs)))
 
 
 def run(opts):
