@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Transactions benchmark (issue 18): transactional produce against idempotent produce, and
-# read_committed against read_uncommitted fetch CPU, for Skiff and Apache Kafka in one run.
+# Transactions benchmark (issue 18): transactional produce against idempotent produce and
+# against its measured round-trip limit (idempotent produce drained every 100 or 1,000 records,
+# then 2 no-op round trips), and read_committed against read_uncommitted fetch CPU, for Skiff
+# and Apache Kafka in one run.
 # One command, from anywhere:
 #
 #   ./bench/transactions/run.sh [--quick] [--records N] [--rounds N] [--passes N] [--json FILE]
