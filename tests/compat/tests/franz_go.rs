@@ -5,7 +5,7 @@
 //!
 //! Mental model: the expectations file lists each kgo test that talks to a broker with its
 //! expected outcome (pass, fail with the issue that fixes it, or skip with why) and the run it
-//! belongs to. Runs `a` and `b` are CI (each under a minute on two cores, kgo's own
+//! belongs to. Runs `a`, `b` and `t` are CI (each under a minute on two cores, kgo's own
 //! `t.Parallel` inside); run `full`, expected failures that take long to fail, runs only with
 //! `SKIFF_FRANZ_FULL=1` (the opt-in tier), each test in its own process with a deadline. A
 //! test whose outcome differs from the file fails the Rust test, which names it "newly
@@ -44,7 +44,7 @@ fn expectations() -> BTreeMap<String, Expectation> {
         let mut f = line.split_whitespace();
         let (name, outcome, run) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
         assert!(
-            matches!(outcome, "pass" | "fail" | "skip") && matches!(run, "a" | "b" | "full"),
+            matches!(outcome, "pass" | "fail" | "skip") && matches!(run, "a" | "b" | "t" | "full"),
             "bad expectation line: {line}"
         );
         let note: Vec<&str> = f.collect();
@@ -187,6 +187,13 @@ fn franz_go_kgo_group_tests() {
 #[test]
 fn franz_go_kgo_produce_consume_admin_tests() {
     check_run("b", Duration::from_secs(50));
+}
+
+/// Run `t` (issue 18): TestTxnEtl, kgo's exactly-once ETL through group transact sessions,
+/// alone (22 s on a quiet machine; beside run a's group ETLs it overran a's deadline in CI).
+#[test]
+fn franz_go_kgo_transaction_tests() {
+    check_run("t", Duration::from_secs(55));
 }
 
 /// The opt-in tier (`SKIFF_FRANZ_FULL=1`): the expected failures, each alone with a deadline,
