@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use skiff_group::GroupCoordinatorShard;
-use skiff_record::{BatchBuilder, BatchOptions, ControlType, batches, records};
+use skiff_record::{BatchBuilder, BatchOptions, ControlType, records};
 use skiff_storage::producer_state::{NO_PRODUCER_EPOCH, increment_sequence};
 use skiff_types::ErrorCode;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
@@ -40,6 +40,7 @@ use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 use crate::broker::Broker;
 use crate::coordinator::settings::{GroupSettings, OFFSETS_TOPIC};
 use crate::replica::append::AckWait;
+use crate::replica::read::ScanError;
 
 /// How much of the log one replay read takes at a time.
 const REPLAY_READ_BYTES: usize = 1024 * 1024;
@@ -235,36 +236,13 @@ pub fn replay(
     let Some(info) = image.topic(OFFSETS_TOPIC) else {
         return Ok(0);
     };
-    let read_err = |e: String| OffsetsLogError::Read(partition, e);
-    let read = |offset: Option<i64>| {
-        broker
-            .replicas
-            .read_local(info, partition, offset, REPLAY_READ_BYTES)
-            .map_err(|code| OffsetsLogError::Unavailable(partition, format!("{code:?}")))
-    };
-    let first = read(None)?;
-    let (mut offset, end) = (first.start, first.end);
     let mut applied = 0u64;
     let mut skipped = 0u64;
-    let mut next_read = Some(first);
-    while offset < end {
-        let r = match next_read.take() {
-            Some(r) => r,
-            None => read(Some(offset))?,
-        };
-        let slice = r.slice.map_err(|e| read_err(e.to_string()))?;
-        let Some(slice) = slice else { break };
-        let bytes = slice.read_to_vec().map_err(|e| read_err(e.to_string()))?;
-        let mut next = offset;
-        for batch in batches(&bytes) {
-            // A trailing partial batch (the read stopped mid-batch) is read again next round.
-            let Ok((_, view)) = batch else { break };
-            next = next.max(view.next_offset());
-            if view.last_offset() < offset {
-                continue;
-            }
+    broker
+        .replicas
+        .scan_local(info, partition, REPLAY_READ_BYTES, |view, offset| {
             if view.is_control() {
-                match skiff_record::parse_end_txn_marker(&view) {
+                match skiff_record::parse_end_txn_marker(view) {
                     Ok(Some(m)) => {
                         let commit = m.control_type == ControlType::Commit;
                         shard.replay_end_transaction(view.producer_id(), commit);
@@ -276,14 +254,14 @@ pub fn replay(
                         tracing::debug!(partition, error = %e, "skipping a malformed control batch");
                     }
                 }
-                continue;
+                return Ok(());
             }
             let txn_producer = view.is_transactional().then(|| view.producer_id());
             let data = view
                 .records_data(DECOMPRESSED_BATCH_BYTES_MAX)
-                .map_err(|e| read_err(e.to_string()))?;
+                .map_err(|e| e.to_string())?;
             for rec in records(&data, view.records_count()) {
-                let rec = rec.map_err(|e| read_err(e.to_string()))?;
+                let rec = rec.map_err(|e| e.to_string())?;
                 if view.record_offset(&rec) < offset {
                     continue;
                 }
@@ -305,12 +283,14 @@ pub fn replay(
                     }
                 }
             }
-        }
-        if next <= offset {
-            return Err(read_err(format!("no progress reading at offset {offset}")));
-        }
-        offset = next;
-    }
+            Ok(())
+        })
+        .map_err(|e| match e {
+            ScanError::Unavailable(code) => {
+                OffsetsLogError::Unavailable(partition, format!("{code:?}"))
+            }
+            ScanError::Read(m) => OffsetsLogError::Read(partition, m),
+        })?;
     if skipped > 0 {
         tracing::warn!(
             partition,

@@ -303,6 +303,65 @@ impl ReplicaManager {
     }
 }
 
+impl ReplicaManager {
+    /// A coordinator's replay (the group and transaction coordinators): every batch of this
+    /// leader's own log of `partition`, from its start to its end as of the first read, in
+    /// order, `read_bytes` at a time. `f` gets each batch not wholly below the offset the read
+    /// resumed at, with that offset (records below it were already given). A trailing partial
+    /// batch is read again next round; a read that makes no progress is an error.
+    pub fn scan_local(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        read_bytes: usize,
+        mut f: impl FnMut(&skiff_record::BatchView<'_>, i64) -> Result<(), String>,
+    ) -> Result<(), ScanError> {
+        let read = |offset: Option<i64>| {
+            self.read_local(info, partition, offset, read_bytes)
+                .map_err(ScanError::Unavailable)
+        };
+        let first = read(None)?;
+        let (mut offset, end) = (first.start, first.end);
+        let mut next_read = Some(first);
+        while offset < end {
+            let r = match next_read.take() {
+                Some(r) => r,
+                None => read(Some(offset))?,
+            };
+            let slice = r.slice.map_err(|e| ScanError::Read(e.to_string()))?;
+            let Some(slice) = slice else { break };
+            let bytes = slice
+                .read_to_vec()
+                .map_err(|e| ScanError::Read(e.to_string()))?;
+            let mut next = offset;
+            for batch in skiff_record::batches(&bytes) {
+                let Ok((_, view)) = batch else { break };
+                next = next.max(view.next_offset());
+                if view.last_offset() < offset {
+                    continue;
+                }
+                f(&view, offset).map_err(ScanError::Read)?;
+            }
+            if next <= offset {
+                return Err(ScanError::Read(format!(
+                    "no progress reading at offset {offset}"
+                )));
+            }
+            offset = next;
+        }
+        Ok(())
+    }
+}
+
+/// Why [`ReplicaManager::scan_local`] stopped.
+#[derive(Debug)]
+pub enum ScanError {
+    /// The partition is not readable here (its code).
+    Unavailable(ErrorCode),
+    /// A read failed or a batch could not be decoded.
+    Read(String),
+}
+
 /// A read of the local log ([`ReplicaManager::read_local`]).
 #[derive(Debug)]
 pub struct LocalRead {

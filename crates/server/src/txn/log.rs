@@ -14,13 +14,14 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use skiff_record::{BatchBuilder, BatchOptions, batches, records};
+use skiff_record::{BatchBuilder, BatchOptions, records};
 use skiff_txn::TxnShard;
 use skiff_types::limits::DECOMPRESSED_BATCH_BYTES_MAX;
 
 use super::settings::{TXN_TOPIC, TxnSettings};
 use crate::broker::Broker;
 use crate::replica::append::AckWait;
+use crate::replica::read::ScanError;
 
 /// How much of the log one replay read takes at a time.
 const REPLAY_READ_BYTES: usize = 1024 * 1024;
@@ -107,38 +108,18 @@ pub fn replay(broker: &Broker, partition: i32, shard: &mut TxnShard) -> Result<u
     let Some(info) = image.topic(TXN_TOPIC) else {
         return Ok(0);
     };
-    let read_err = |e: String| TxnLogError::Read(partition, e);
-    let read = |offset: Option<i64>| {
-        broker
-            .replicas
-            .read_local(info, partition, offset, REPLAY_READ_BYTES)
-            .map_err(|code| TxnLogError::Unavailable(partition, format!("{code:?}")))
-    };
-    let first = read(None)?;
-    let (mut offset, end) = (first.start, first.end);
     let (mut applied, mut skipped) = (0u64, 0u64);
-    let mut next_read = Some(first);
-    while offset < end {
-        let r = match next_read.take() {
-            Some(r) => r,
-            None => read(Some(offset))?,
-        };
-        let slice = r.slice.map_err(|e| read_err(e.to_string()))?;
-        let Some(slice) = slice else { break };
-        let bytes = slice.read_to_vec().map_err(|e| read_err(e.to_string()))?;
-        let mut next = offset;
-        for batch in batches(&bytes) {
-            // A trailing partial batch (the read stopped mid-batch) is read again next round.
-            let Ok((_, view)) = batch else { break };
-            next = next.max(view.next_offset());
-            if view.is_control() || view.last_offset() < offset {
-                continue;
+    broker
+        .replicas
+        .scan_local(info, partition, REPLAY_READ_BYTES, |view, offset| {
+            if view.is_control() {
+                return Ok(());
             }
             let data = view
                 .records_data(DECOMPRESSED_BATCH_BYTES_MAX)
-                .map_err(|e| read_err(e.to_string()))?;
+                .map_err(|e| e.to_string())?;
             for rec in records(&data, view.records_count()) {
-                let rec = rec.map_err(|e| read_err(e.to_string()))?;
+                let rec = rec.map_err(|e| e.to_string())?;
                 if view.record_offset(&rec) < offset {
                     continue;
                 }
@@ -154,12 +135,14 @@ pub fn replay(broker: &Broker, partition: i32, shard: &mut TxnShard) -> Result<u
                     }
                 }
             }
-        }
-        if next <= offset {
-            return Err(read_err(format!("no progress reading at offset {offset}")));
-        }
-        offset = next;
-    }
+            Ok(())
+        })
+        .map_err(|e| match e {
+            ScanError::Unavailable(code) => {
+                TxnLogError::Unavailable(partition, format!("{code:?}"))
+            }
+            ScanError::Read(m) => TxnLogError::Read(partition, m),
+        })?;
     if skipped > 0 {
         tracing::warn!(
             partition,
