@@ -14,6 +14,7 @@
 //! stdout carries only the ready lines; logs go to stderr.
 
 mod admin;
+mod cli;
 mod dev;
 mod format;
 mod settings;
@@ -53,6 +54,16 @@ enum Command {
     Dev(dev::DevArgs),
     /// Inspect a running broker through its admin HTTP port (`skiff.admin.listener`).
     Admin(admin::AdminArgs),
+    #[command(flatten)]
+    Client(cli::CliCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion { shell: clap_complete::Shell },
+    /// Write man pages (skiff.1 and one per subcommand) into a directory.
+    Man {
+        /// The directory to write into (created if missing).
+        #[arg(long, default_value = "man")]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -81,7 +92,43 @@ fn main() -> ExitCode {
         Command::Format(args) => format::run(args),
         Command::Dev(args) => dev::run(args),
         Command::Admin(args) => admin::run(args),
+        Command::Client(c) => cli::run(c),
+        Command::Completion { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "skiff", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man { out } => match write_man_pages(&out) {
+            Ok(n) => {
+                println!("wrote {n} man pages to {}", out.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("skiff: cannot write man pages to {}: {e}", out.display());
+                ExitCode::from(EXIT_FAILURE)
+            }
+        },
     }
+}
+
+/// Writes `skiff.1` and `skiff-<sub>[-<subsub>].1` for every subcommand into `dir`; the count.
+fn write_man_pages(dir: &std::path::Path) -> std::io::Result<usize> {
+    fn walk(cmd: &clap::Command, name: String, dir: &std::path::Path) -> std::io::Result<usize> {
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(cmd.clone())
+            .title(name.to_uppercase())
+            .render(&mut buf)?;
+        std::fs::write(dir.join(format!("{name}.1")), buf)?;
+        let mut n = 1;
+        for sub in cmd.get_subcommands() {
+            n += walk(sub, format!("{name}-{}", sub.get_name()), dir)?;
+        }
+        Ok(n)
+    }
+    std::fs::create_dir_all(dir)?;
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    cmd.build();
+    walk(&cmd, "skiff".into(), dir)
 }
 
 fn init_tracing(format: LogFormat) {
