@@ -64,6 +64,8 @@ pub struct Broker {
     pub fetch_sessions: Mutex<FetchSessionCache>,
     /// Counters of the fetch-session and sendfile paths (`GET /api/v1/stats`).
     pub stats: crate::stats::ServerStats,
+    /// issue 20: the recorded Prometheus series (`GET /metrics`; empty when compiled out).
+    pub metrics: crate::metrics::Metrics,
     /// The group coordinator (consumer groups, committed offsets).
     pub groups: GroupCoordinator,
     /// The transaction coordinator (issue 18).
@@ -200,6 +202,7 @@ impl Broker {
             clock,
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),
             stats: crate::stats::ServerStats::default(),
+            metrics: crate::metrics::Metrics::new(),
             groups,
             txns,
             settings,

@@ -16,6 +16,9 @@
 //! `queued_response_bytes_max`. Deadlines (B4): an idle connection (no frame started) closes after
 //! `connections.max.idle.ms`; a started frame must complete within `partial_frame_ms_max`.
 //! Shutdown: the reader stops at the next frame boundary, the writer drains what is queued.
+//! Metrics (issue 20, [`crate::metrics`]): the reader stamps frame read, handler start and
+//! handler return, the writer response ready and written (Kafka's queue, local, remote and
+//! send phases); requests are counted per connection's listener table, errors per response.
 //! Nothing here panics on input; a failure only ends this connection.
 
 use std::future::Future;
@@ -37,6 +40,7 @@ use tokio::time::Instant;
 
 use crate::broker::Broker;
 use crate::handlers::{self, LaterResponse, ListenerInfo, Reply, RequestContext};
+use crate::metrics::{self, RequestTimes};
 use crate::sendfile::send_region;
 use crate::stats::ServerStats;
 
@@ -187,6 +191,8 @@ struct Outgoing {
     body: Body,
     /// Bytes charged to the budget for this entry.
     charged: usize,
+    /// The reader's stamps (issue 20; zero-sized when metrics are compiled out).
+    times: RequestTimes,
 }
 
 /// Serves one accepted connection until the client leaves, a bad frame, or shutdown.
@@ -222,6 +228,8 @@ pub async fn serve(
         Arc::clone(&broker),
     ));
 
+    // Counts the close when dropped, at the end of this function (after the writer is done).
+    let conn_metrics = broker.metrics.connection_opened(&listener.name);
     loop {
         // Set when the reply is a parked group request that holds the connection.
         let mut held: Option<tokio::sync::oneshot::Receiver<()>> = None;
@@ -245,6 +253,8 @@ pub async fn serve(
             }
         };
         let size = frame.len();
+        let received = metrics::stamp(&broker.clock);
+        let untimed = RequestTimes::new(received, received, received);
         // issue 16: the quorum's private API keys, served on a controller listener only.
         if frame.len() >= 2 && skiff_raft::is_raft_key(i16::from_be_bytes([frame[0], frame[1]])) {
             let Some(quorum) = broker.quorum.as_ref().filter(|_| listener.controller) else {
@@ -258,6 +268,7 @@ pub async fn serve(
                 version: 0,
                 body: Body::Raw(Box::pin(async move { quorum.handle_rpc(frame).await })),
                 charged: size,
+                times: untimed,
             };
             budget.take(out.charged);
             if tx.send(out).await.is_err() {
@@ -282,7 +293,11 @@ pub async fn serve(
                     correlation_id: header.correlation_id,
                     client_id: header.client_id.as_deref(),
                 };
-                let body = match handlers::dispatch(&ctx, body) {
+                conn_metrics.request(key, version);
+                let started = metrics::stamp(&broker.clock);
+                let reply = handlers::dispatch(&ctx, body);
+                let times = RequestTimes::new(received, started, metrics::stamp(&broker.clock));
+                let body = match reply {
                     Reply::Now(b) => Body::Now(b),
                     Reply::Hold(f) => {
                         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -315,6 +330,7 @@ pub async fn serve(
                     version,
                     body,
                     charged: 0,
+                    times,
                 }
             }
             Err(DecodeError::UnsupportedApiVersion {
@@ -323,12 +339,14 @@ pub async fn serve(
                 correlation_id,
             }) if api_key == ApiKey::ApiVersions as i16 => {
                 tracing::debug!(%peer, api_version, "ApiVersions too new: answering in v0");
+                conn_metrics.request(ApiKey::ApiVersions, api_version);
                 Outgoing {
                     correlation_id,
                     api_key: ApiKey::ApiVersions,
                     version: 0,
                     body: Body::Now(handlers::api_versions::unsupported_version_response()),
                     charged: 0,
+                    times: untimed,
                 }
             }
             Err(e) => {
@@ -392,6 +410,8 @@ async fn write_loop(
                 }
             }
         };
+        let ready = metrics::stamp(&broker.clock);
+        broker.metrics.errors(out.api_key, &body);
         let mut w = ChunkedWriter::new();
         if let Err(e) = encode_response(out.correlation_id, out.api_key, out.version, &body, &mut w)
         {
@@ -406,7 +426,10 @@ async fn write_loop(
         .await;
         budget.give_back(out.charged);
         match written {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => {
+                let sent = metrics::stamp(&broker.clock);
+                broker.metrics.latency(out.api_key, &out.times, ready, sent);
+            }
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "write failed; closing");
                 break;

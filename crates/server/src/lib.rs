@@ -31,6 +31,7 @@ pub mod fetch_session;
 pub mod handlers;
 pub mod listener;
 pub mod live_config;
+pub mod metrics;
 pub mod node_client;
 pub mod producer_ids;
 pub mod replica;

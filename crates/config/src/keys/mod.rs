@@ -153,6 +153,7 @@ pub static SKIFF_BROKER_KEYS: &[KeySpec] = &[
     k("skiff.log.scrub.interval.ms", ConfigType::Long, Some("604800000"), DynamicMode::ClusterWide, Support::Implemented, "A sealed segment is verified again this long after its last verification (progress survives restarts)."),
     k("skiff.log.scrub.io.max.bytes.per.second", ConfigType::Double, Some("1.048576E7"), DynamicMode::ClusterWide, Support::Implemented, "The most bytes per second the log scrubber reads (it runs at nice 10)."),
     k("skiff.metadata.log.snapshot.keep.entries", ConfigType::Long, Some("1000"), DynamicMode::ReadOnly, Support::Implemented, "Metadata log entries kept behind the newest metadata snapshot (a voter that lags by fewer is sent entries, by more the snapshot)."),
+    k("skiff.metrics.partition.series.enable", ConfigType::Boolean, Some("false"), DynamicMode::ClusterWide, Support::Implemented, "Per-partition series on the admin port's /metrics (log end offset, high watermark, size, consumer-group lag per partition); off by default to bound cardinality. Read at every scrape."),
 ];
 
 /// Looks a broker key up in Kafka's table, then Skiff's.

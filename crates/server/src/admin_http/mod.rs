@@ -19,6 +19,8 @@
 //! - `GET /api/v1/stats` -> the broker's counters since start ([`crate::stats::StatsSnapshot`]):
 //!   `{"fetch_sessions": {"created", "incremental_fetches", "cached"}, "sendfile": {"regions",
 //!   "bytes"}, "copied_bytes"}` (tests use it to prove fetch sessions and zero-copy are used);
+//! - `GET /metrics` -> Prometheus/OpenMetrics text ([`crate::metrics::render`], issue 20;
+//!   404 when the `metrics` feature is compiled out, 503 while loading);
 //! - anything else -> 404 `{"error":"not_found",...}`; `/api/v1/...` before the broker is
 //!   open -> 503 `not_ready`.
 //!
@@ -174,6 +176,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
             get(partition_detail),
         )
         .route("/api/v1/stats", get(stats))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(state)
 }
@@ -269,6 +272,30 @@ pub async fn stats(State(state): State<Arc<AdminState>>) -> Response {
             snapshot.replication = broker.replicas.replication_stats();
             Json(snapshot).into_response()
         }
+        Err(r) => r,
+    }
+}
+
+/// `GET /metrics`: rendered on the blocking pool (it takes log locks one at a time).
+pub async fn metrics(State(state): State<Arc<AdminState>>) -> Response {
+    let broker = match loaded(&state) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    match blocking(move || crate::metrics::render(&broker)).await {
+        Ok(Some(text)) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                crate::metrics::CONTENT_TYPE,
+            )],
+            text,
+        )
+            .into_response(),
+        Ok(None) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "metrics are compiled out of this build (cargo feature `metrics`)",
+        ),
         Err(r) => r,
     }
 }

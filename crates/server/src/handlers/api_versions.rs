@@ -17,6 +17,9 @@ pub fn handle(ctx: &RequestContext<'_>, req: ApiVersionsRequest) -> Reply {
             client_version = %req.client_software_version,
             "client connected"
         );
+        ctx.broker
+            .metrics
+            .client_software(&req.client_software_name, &req.client_software_version);
     }
     Reply::Now(ResponseBody::ApiVersions(response_on(
         ErrorCode::None,

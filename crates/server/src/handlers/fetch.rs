@@ -378,6 +378,7 @@ fn respond(
         SessionMode::Sessionless | SessionMode::Error(_) => (0, results),
     };
     drop(sessions);
+    count_bytes_out(broker, &results, limits.reader);
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
     for r in results {
         let partition = FetchResponsePartitionData {
@@ -424,6 +425,27 @@ fn respond(
         session_id,
         responses: topics,
         ..FetchResponse::default()
+    }
+}
+
+/// issue 20: record bytes put into the response, per topic for consumers (one counter
+/// lookup per run of a topic's partitions), as replication bytes for a follower.
+fn count_bytes_out(broker: &Broker, results: &[PartResult], reader: Reader) {
+    let mut current: Option<(&str, crate::metrics::TopicMetrics)> = None;
+    for r in results.iter().filter(|r| r.bytes() > 0) {
+        let n = r.bytes() as u64;
+        if matches!(reader, Reader::Replica(_)) {
+            broker.metrics.replication_bytes_out(n);
+            continue;
+        }
+        match &current {
+            Some((t, m)) if *t == r.req.key.topic => m.bytes_out(n),
+            _ => {
+                let m = broker.metrics.topic(&r.req.key.topic);
+                m.bytes_out(n);
+                current = Some((&r.req.key.topic, m));
+            }
+        }
     }
 }
 
