@@ -1,7 +1,10 @@
 //! `cargo run -p xtask -- codegen [--check]` and `cargo run -p xtask -- tidy`: see the library
 //! docs. `cargo run -p xtask -- chaos ...`: the long fault-scenario run ([`chaos`]).
+//! `cargo run -p xtask -- config-reference [--check]`: `docs/configuration.md`
+//! ([`config_reference`]).
 
 mod chaos;
+mod config_reference;
 
 use std::process::ExitCode;
 
@@ -70,8 +73,41 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        ("config-reference", []) | ("config-reference", [_])
+            if rest.iter().all(|a| a == "--check") =>
+        {
+            match config_reference::run(&xtask::repo_root(), !rest.is_empty()) {
+                Ok(config_reference::Outcome::Written) => {
+                    println!(
+                        "config-reference: wrote {}",
+                        config_reference::REFERENCE_PATH
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(config_reference::Outcome::UpToDate) => {
+                    println!(
+                        "config-reference: {} is up to date",
+                        config_reference::REFERENCE_PATH
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(config_reference::Outcome::Drift) => {
+                    eprintln!(
+                        "config-reference --check: {} differs; run `cargo run -p xtask -- config-reference`",
+                        config_reference::REFERENCE_PATH
+                    );
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("config-reference: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         _ => {
-            eprintln!("usage: cargo run -p xtask -- codegen [--check] | tidy | chaos [...]");
+            eprintln!(
+                "usage: cargo run -p xtask -- codegen [--check] | tidy | chaos [...] | config-reference [--check]"
+            );
             ExitCode::from(2)
         }
     }

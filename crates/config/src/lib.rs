@@ -8,6 +8,7 @@
 //! [`group`] holds the per-group keys (ConfigResource GROUP) with their validation.
 //! [`kraft`] checks the KRaft-mode keys (`process.roles`, voters, controller listeners) with
 //! Kafka's rules and refuses quorums Skiff cannot run yet.
+//! [`reference`] renders `docs/configuration.md` from the catalogue.
 //! [`security`] refuses configuration that demands protection Skiff does not implement yet
 //! (TLS/SASL listeners, an authorizer, ...), so nothing less safe than configured starts.
 //! Everything is plain data or pure functions; callers own the locking.
@@ -21,6 +22,7 @@ pub mod group;
 pub mod keys;
 pub mod kraft;
 pub mod listeners;
+pub mod reference;
 pub mod security;
 pub mod sources;
 pub mod validate;
