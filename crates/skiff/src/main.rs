@@ -18,6 +18,7 @@ mod cli;
 mod dev;
 mod format;
 mod settings;
+mod summary;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -175,6 +176,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     }
+    let summary_config = config.clone();
     let topic_configs = Arc::new(skiff_server::LiveConfig::new(config));
     let workers = match worker_threads(std::env::var("TOKIO_WORKER_THREADS").ok().as_deref()) {
         Ok(n) => n,
@@ -218,6 +220,7 @@ fn serve(args: ServeArgs) -> ExitCode {
                 return ExitCode::from(EXIT_FAILURE);
             }
         };
+        summary::log(&summary_config, &server);
         {
             let mut out = std::io::stdout().lock();
             for l in server.listeners() {
