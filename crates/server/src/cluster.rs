@@ -68,7 +68,11 @@ pub fn open_quorum(
     let voters = cfg.voter_string();
     let quorum = tokio::runtime::Handle::current()
         .block_on(Quorum::start(cfg, sink.clone()))
-        .map_err(|e| ServerError::Quorum(e.to_string()))?;
+        .map_err(|e| match e.raw_os_error() {
+            // An I/O error names the metadata log dir (a refusal already says what is wrong).
+            Some(_) => ServerError::Quorum(format!("{}: {e}", metadata_dir.display())),
+            None => ServerError::Quorum(e.to_string()),
+        })?;
     tracing::info!(%voters, node = settings.node_id, "metadata quorum started");
     let store = MetadataStore::open_quorum(
         Box::new(quorum.metadata_log(lead_wait)),

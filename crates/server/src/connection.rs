@@ -44,6 +44,8 @@ use crate::metrics::{self, RequestTimes};
 use crate::sendfile::send_region;
 use crate::stats::ServerStats;
 
+pub mod sniff;
+
 /// Smallest valid request frame: api key, version, correlation id.
 const FRAME_BYTES_MIN: usize = 8;
 /// How much buffer a frame read reserves at a time (a huge claimed size is not preallocated).
@@ -64,6 +66,9 @@ pub enum FrameError {
     EofMidFrame,
     #[error("read failed: {0}")]
     Io(#[from] std::io::Error),
+    /// The first bytes are another protocol's (HTTP, TLS), found where the size is rejected.
+    #[error("not the Kafka protocol: {0:?}")]
+    Foreign(sniff::Foreign),
 }
 
 /// Reads size-prefixed frames with size checks and deadlines.
@@ -128,6 +133,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
         }
         let size = (&self.buf[..4]).get_i32();
+        let len_or_0 = usize::try_from(size).unwrap_or(0);
+        if (len_or_0 < FRAME_BYTES_MIN || len_or_0 > self.frame_bytes_max)
+            && let Some(foreign) = sniff::classify(&self.buf)
+        {
+            return Err(FrameError::Foreign(foreign));
+        }
         let Ok(len) = usize::try_from(size) else {
             return Err(FrameError::TooSmall(size));
         };
@@ -247,6 +258,11 @@ pub async fn serve(
         let frame = match frame {
             Ok(Some(f)) => f,
             Ok(None) => break,
+            Err(FrameError::Foreign(f)) => {
+                let admin = s.admin_bind.as_ref().map(|(h, p)| (h.as_str(), *p));
+                sniff::warn_once(&f, peer, &listener.name, admin);
+                break;
+            }
             Err(e) => {
                 tracing::debug!(%peer, error = %e, "closing connection");
                 break;
