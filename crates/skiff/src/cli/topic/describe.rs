@@ -1,0 +1,231 @@
+//! `skiff topic describe NAME`: the topic's config overrides (DescribeConfigs, source
+//! DYNAMIC_TOPIC_CONFIG) and, per partition, leader, replicas, ISR, offline replicas, log start
+//! offset and high watermark (ListOffsets earliest and latest, one request each per leader).
+//!
+//! Mental model: Metadata gives the partitions and their leaders; the offsets come from the
+//! leaders themselves (what a consumer would be told). A partition without a leader, or whose
+//! leader did not answer, keeps `null` offsets and says why in `error`; the command still
+//! succeeds, because describing a sick topic is what the command is for.
+//! Invariants: partitions are listed in index order; an unknown topic is an error (exit 1).
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::ExitCode;
+
+use serde::Serialize;
+use skiff_protocol::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic, MetadataResponseTopic,
+};
+
+use super::super::client::{Cluster, call_as};
+use super::super::config::{RESOURCE_TOPIC, describe_configs};
+use super::super::output::{emit, table};
+use super::super::{CliError, CliResult, ClientArgs};
+use super::kafka_error;
+
+/// One partition as `topic describe` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionInfo {
+    pub partition: i32,
+    /// `None` when the partition has no leader (offline).
+    pub leader: Option<i32>,
+    pub leader_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub offline_replicas: Vec<i32>,
+    pub log_start_offset: Option<i64>,
+    pub high_watermark: Option<i64>,
+    /// Why a field is missing (a partition error, an unreachable leader).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The result of `topic describe`.
+#[derive(Debug, Serialize)]
+pub struct TopicDescription {
+    pub name: String,
+    pub topic_id: Option<String>,
+    pub internal: bool,
+    pub partition_count: usize,
+    pub replication_factor: usize,
+    /// The topic's overrides (source DYNAMIC_TOPIC_CONFIG), key -> value (sensitive: null).
+    pub configs: BTreeMap<String, Option<String>>,
+    pub partitions: Vec<PartitionInfo>,
+}
+
+/// The partitions of a Metadata topic, in index order, without offsets.
+pub(crate) fn partitions_of(t: &MetadataResponseTopic) -> Vec<PartitionInfo> {
+    let mut v: Vec<PartitionInfo> = t
+        .partitions
+        .iter()
+        .map(|p| PartitionInfo {
+            partition: p.partition_index,
+            leader: (p.leader_id >= 0).then_some(p.leader_id),
+            leader_epoch: p.leader_epoch,
+            replicas: p.replica_nodes.clone(),
+            isr: p.isr_nodes.clone(),
+            offline_replicas: p.offline_replicas.clone(),
+            log_start_offset: None,
+            high_watermark: None,
+            error: CliError::from_code("partition", p.error_code, None).map(|e| e.to_string()),
+        })
+        .collect();
+    v.sort_by_key(|p| p.partition);
+    v
+}
+
+/// Fills `log_start_offset` and `high_watermark` of `partitions` from their leaders.
+pub(crate) fn fill_offsets(cluster: &mut Cluster, topic: &str, partitions: &mut [PartitionInfo]) {
+    let mut by_leader: HashMap<i32, Vec<usize>> = HashMap::new();
+    for (i, p) in partitions.iter().enumerate() {
+        if let Some(l) = p.leader {
+            by_leader.entry(l).or_default().push(i);
+        }
+    }
+    for (leader, idx) in by_leader {
+        for timestamp in [-2_i64, -1] {
+            let request = ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: 0,
+                topics: vec![ListOffsetsTopic {
+                    name: topic.into(),
+                    partitions: idx
+                        .iter()
+                        .map(|&i| ListOffsetsPartition {
+                            partition_index: partitions[i].partition,
+                            current_leader_epoch: -1,
+                            timestamp,
+                        })
+                        .collect(),
+                }],
+                timeout_ms: 0,
+            };
+            let answer = cluster
+                .node(leader)
+                .and_then(|conn| call_as!(conn, request, ListOffsets));
+            let response = match answer {
+                Ok(r) => r,
+                Err(e) => {
+                    for &i in &idx {
+                        partitions[i].error = Some(format!("leader {leader}: {e}"));
+                    }
+                    continue;
+                }
+            };
+            for p in response.topics.iter().flat_map(|t| &t.partitions) {
+                let Some(info) = partitions
+                    .iter_mut()
+                    .find(|x| x.partition == p.partition_index)
+                else {
+                    continue;
+                };
+                if let Some(e) = CliError::from_code(
+                    format!("ListOffsets from leader {leader}"),
+                    p.error_code,
+                    None,
+                ) {
+                    info.error = Some(e.to_string());
+                } else if timestamp == -2 {
+                    info.log_start_offset = Some(p.offset);
+                } else {
+                    info.high_watermark = Some(p.offset);
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn run(args: &ClientArgs, name: &str) -> CliResult {
+    let mut cluster = Cluster::connect(args)?;
+    let m = cluster.metadata(Some(&[name.to_owned()]))?;
+    let Some(t) = m.topics.iter().find(|t| t.name.as_deref() == Some(name)) else {
+        return Err(CliError::Other(format!(
+            "describing topic {name}: the broker answered no such topic (see `skiff topic list`)"
+        )));
+    };
+    if let Some(e) = kafka_error(format!("describing topic {name}"), name, t.error_code, None) {
+        return Err(e);
+    }
+    let mut partitions = partitions_of(t);
+    fill_offsets(&mut cluster, name, &mut partitions);
+    let configs = describe_configs(cluster.any(), RESOURCE_TOPIC, name, None)?
+        .into_iter()
+        .filter(|c| c.source == "DYNAMIC_TOPIC_CONFIG")
+        .map(|c| (c.name, c.value))
+        .collect();
+    let d = TopicDescription {
+        name: name.into(),
+        topic_id: (!t.topic_id.is_nil()).then(|| skiff_metadata::cluster_id::display(&t.topic_id)),
+        internal: t.is_internal,
+        partition_count: partitions.len(),
+        replication_factor: partitions
+            .iter()
+            .map(|p| p.replicas.len())
+            .max()
+            .unwrap_or(0),
+        configs,
+        partitions,
+    };
+    emit(args.format, &d, render)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ids(v: &[i32]) -> String {
+    v.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+fn render(d: &TopicDescription) -> String {
+    let mut out = format!(
+        "NAME         {}\nTOPIC ID     {}\nINTERNAL     {}\nPARTITIONS   {}\nREPLICAS     {}\n",
+        d.name,
+        d.topic_id.as_deref().unwrap_or("-"),
+        d.internal,
+        d.partition_count,
+        d.replication_factor
+    );
+    if d.configs.is_empty() {
+        out.push_str("CONFIGS      (no overrides)\n");
+    } else {
+        out.push_str("CONFIGS\n");
+        for (k, v) in &d.configs {
+            out.push_str(&format!(
+                "  {k}={}\n",
+                v.as_deref().unwrap_or("[sensitive]")
+            ));
+        }
+    }
+    out.push('\n');
+    let rows: Vec<Vec<String>> = d
+        .partitions
+        .iter()
+        .map(|p| {
+            vec![
+                p.partition.to_string(),
+                opt(p.leader),
+                p.leader_epoch.to_string(),
+                ids(&p.replicas),
+                ids(&p.isr),
+                opt(p.log_start_offset),
+                opt(p.high_watermark),
+                p.error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "PARTITION",
+            "LEADER",
+            "EPOCH",
+            "REPLICAS",
+            "ISR",
+            "LOG-START",
+            "HIGH-WATERMARK",
+            "ERROR",
+        ],
+        &rows,
+    ));
+    out
+}
