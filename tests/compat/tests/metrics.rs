@@ -229,7 +229,7 @@ fn metrics_match_a_produce_consume_and_commit_run() {
         .filter(|((n, l), _)| {
             n == "skiff_client_connections_total"
                 && l.iter()
-                    .any(|(k, v)| k == "client_software_name" && v.contains("librdkafka"))
+                    .any(|(k, v)| k == "software_name" && v.contains("librdkafka"))
         })
         .map(|(_, v)| v)
         .sum::<f64>();
@@ -257,17 +257,14 @@ fn metrics_match_a_produce_consume_and_commit_run() {
             "partition {p}"
         );
         let hw = [("topic", TOPIC), ("partition", part.as_str())];
-        assert_eq!(
-            get(&s, "skiff_partition_high_watermark", &hw),
-            Some(*n as f64)
-        );
+        assert_eq!(get(&s, "skiff_log_high_watermark", &hw), Some(*n as f64));
     }
     assert_eq!(
         get(&s, "skiff_partitions", &[]).map(|v| v >= 2.0),
         Some(true)
     );
-    assert_eq!(get(&s, "skiff_offline_partitions", &[]), Some(0.0));
-    assert_eq!(get(&s, "skiff_under_replicated_partitions", &[]), Some(0.0));
+    assert_eq!(get(&s, "skiff_partitions_offline", &[]), Some(0.0));
+    assert_eq!(get(&s, "skiff_partitions_under_replicated", &[]), Some(0.0));
     assert_eq!(get(&s, "skiff_controller_active", &[]), Some(1.0));
     let sendfile = get(&s, "skiff_response_bytes_total", &[("path", "sendfile")]);
     assert!(sendfile.is_some_and(|v| v >= stored as f64), "{sendfile:?}");

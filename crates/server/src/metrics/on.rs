@@ -2,9 +2,9 @@
 //! request timing stamps (see the module doc of [`crate::metrics`] for the mental model).
 //!
 //! Invariants: a handle, once cached, is updated with atomics only (histograms: the crate's
-//! short mutex); the caches grow by one entry per topic, listener, API or (API, version) and
-//! never hold a lock while a family is created... except the write lock of the map being
-//! filled, taken only on a miss.
+//! short mutex); a cache grows by one entry per topic, listener, API or (API, version), and
+//! its write lock is taken only on a miss (the first request of that kind). Topic entries
+//! of deleted topics are dropped at scrape ([`Metrics::retain_topics`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};

@@ -112,6 +112,10 @@ pub fn render(broker: &Arc<Broker>) -> Option<String> {
         .live()
         .and_then(|l| l.current().get_bool(super::PARTITION_SERIES_KEY))
         .unwrap_or(false);
+    let info = Family::<Labels, Gauge>::default();
+    info.get_or_create(&vec![("version", env!("CARGO_PKG_VERSION").to_string())])
+        .set(1);
+    reg.register("build_info", "1, labelled with the Skiff version.", info);
     stats(broker, &mut reg);
     partitions(broker, &image, partition_series, &mut reg);
     client_software(broker, &mut reg);
@@ -185,19 +189,19 @@ fn partitions(
     let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     gauge(
         reg,
-        "leader_partitions",
+        "partitions_leader",
         "Partitions this node leads (Kafka's LeaderCount).",
         as_i64(r.leader_partitions),
     );
     gauge(
         reg,
-        "under_replicated_partitions",
+        "partitions_under_replicated",
         "Partitions led here whose ISR is smaller than the replica set (Kafka's UnderReplicatedPartitions).",
         as_i64(r.under_replicated_partitions),
     );
     gauge(
         reg,
-        "under_min_isr_partitions",
+        "partitions_under_min_isr",
         "Partitions led here whose ISR is below min.insync.replicas (Kafka's UnderMinIsrPartitionCount).",
         as_i64(r.under_min_isr_partitions),
     );
@@ -209,13 +213,13 @@ fn partitions(
         .count();
     gauge(
         reg,
-        "offline_partitions",
+        "partitions_offline",
         "Partitions without a leader in this node's metadata image (Kafka's OfflinePartitionsCount).",
         count(offline),
     );
     gauge(
         reg,
-        "offline_log_dirs",
+        "log_dirs_offline",
         "Log dirs taken offline after an I/O error (Kafka's OfflineLogDirectoryCount).",
         count(broker.replicas.log_manager().offline_dirs().len()),
     );
@@ -243,6 +247,7 @@ fn partitions(
     if !per_partition {
         return;
     }
+    let start = Family::<Labels, Gauge>::default();
     let leo = Family::<Labels, Gauge>::default();
     let hw = Family::<Labels, Gauge>::default();
     let size = Family::<Labels, Gauge>::default();
@@ -251,23 +256,29 @@ fn partitions(
             ("topic", p.tp.topic.clone()),
             ("partition", p.tp.partition.to_string()),
         ];
+        start.get_or_create(&labels).set(p.log_start_offset);
         leo.get_or_create(&labels).set(p.log_end_offset);
         hw.get_or_create(&labels).set(p.high_watermark);
         size.get_or_create(&labels)
             .set(i64::try_from(p.size_bytes).unwrap_or(i64::MAX));
     }
     reg.register(
-        "partition_log_end_offset",
+        "log_start_offset",
+        "Log start offset per partition (Kafka's Log LogStartOffset; skiff.metrics.partition.series.enable).",
+        start,
+    );
+    reg.register(
+        "log_end_offset",
         "Log end offset per partition (Kafka's Log LogEndOffset; skiff.metrics.partition.series.enable).",
         leo,
     );
     reg.register(
-        "partition_high_watermark",
+        "log_high_watermark",
         "High watermark per partition (skiff.metrics.partition.series.enable).",
         hw,
     );
     reg.register(
-        "partition_size_bytes",
+        "log_size_bytes",
         "Bytes of a partition's segments (Kafka's Log Size; skiff.metrics.partition.series.enable).",
         size,
     );
@@ -278,8 +289,8 @@ fn client_software(broker: &Broker, reg: &mut Registry) {
     for ((name, version), n) in broker.metrics.client_software_top() {
         family
             .get_or_create(&vec![
-                ("client_software_name", name),
-                ("client_software_version", version),
+                ("software_name", name),
+                ("software_version", version),
             ])
             .inc_by(n);
     }
@@ -467,7 +478,7 @@ fn quorum(broker: &Broker, reg: &mut Registry) {
     );
     gauge(
         reg,
-        "metadata_applied_offset",
+        "metadata_log_offset",
         "The last metadata log offset applied to this node's image.",
         *q.applied().borrow(),
     );

@@ -289,14 +289,14 @@ async fn produce_and_fetch_are_counted_exactly_and_served_on_the_admin_port() {
         None
     );
     assert_eq!(get(&s, "skiff_partitions", &[]), Some(1.0));
-    assert_eq!(get(&s, "skiff_leader_partitions", &[]), Some(1.0));
-    assert_eq!(get(&s, "skiff_under_replicated_partitions", &[]), Some(0.0));
-    assert_eq!(get(&s, "skiff_offline_partitions", &[]), Some(0.0));
+    assert_eq!(get(&s, "skiff_partitions_leader", &[]), Some(1.0));
+    assert_eq!(get(&s, "skiff_partitions_under_replicated", &[]), Some(0.0));
+    assert_eq!(get(&s, "skiff_partitions_offline", &[]), Some(0.0));
     assert_eq!(get(&s, "skiff_controller_active", &[]), Some(1.0));
     assert!(get(&s, "skiff_response_bytes_total", &[("path", "sendfile")]).is_some());
     // Per-partition series are off by default.
     assert!(
-        !text.contains("skiff_partition_log_end_offset"),
+        !text.contains("skiff_log_end_offset"),
         "per-partition series must be opt-in"
     );
 }
