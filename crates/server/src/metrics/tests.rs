@@ -294,9 +294,61 @@ async fn produce_and_fetch_are_counted_exactly_and_served_on_the_admin_port() {
     assert_eq!(get(&s, "skiff_partitions_offline", &[]), Some(0.0));
     assert_eq!(get(&s, "skiff_controller_active", &[]), Some(1.0));
     assert!(get(&s, "skiff_response_bytes_total", &[("path", "sendfile")]).is_some());
+    docs_cover(&text);
     // Per-partition series are off by default.
     assert!(
         !text.contains("skiff_log_end_offset"),
         "per-partition series must be opt-in"
     );
+}
+
+/// Every `skiff_*` name in `text` (the `_total` / `_bucket` / `_count` / `_sum` sample names
+/// reduced to their family), sorted.
+fn metric_names(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("skiff_"))
+        .map(|w| {
+            ["_bucket", "_count", "_sum"]
+                .iter()
+                .fold(w, |w, s| w.strip_suffix(s).unwrap_or(w))
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// docs/metrics.md names every family a scrape shows, and every metric the Grafana
+/// dashboard queries is documented.
+fn docs_cover(scrape: &str) {
+    let docs_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let doc = std::fs::read_to_string(docs_dir.join("metrics.md")).unwrap();
+    let documented = metric_names(&doc);
+    let is_documented = |n: &str| {
+        documented
+            .iter()
+            .any(|d| d == n || d.strip_suffix("_total") == Some(n))
+    };
+    let families: Vec<String> = scrape
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_string)
+        .collect();
+    assert!(families.len() > 20, "{families:?}");
+    for f in &families {
+        assert!(is_documented(f), "{f} is not in docs/metrics.md");
+    }
+    let dashboard = std::fs::read_to_string(docs_dir.join("grafana-dashboard.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&dashboard).unwrap();
+    let used = metric_names(&json.to_string());
+    assert!(used.len() > 10, "{used:?}");
+    for m in &used {
+        assert!(
+            documented.contains(m),
+            "the dashboard queries {m}, which docs/metrics.md does not list"
+        );
+    }
 }
