@@ -149,6 +149,35 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Sends `body` at the negotiated version without reading an answer: Produce with acks=0,
+    /// which the broker never answers (the correlation id is one no answer will carry).
+    pub fn send_oneway(&mut self, body: impl Into<RequestBody>) -> Result<(), CliError> {
+        use std::io::Write;
+        let body = body.into();
+        let api = body.api_key();
+        let version = self.version(api).ok_or_else(|| CliError::Unsupported {
+            addr: self.addr.clone(),
+            api: api.name(),
+        })?;
+        let header = skiff_protocol::RequestHeader {
+            request_api_key: api as i16,
+            request_api_version: version,
+            correlation_id: -1,
+            client_id: Some(CLIENT_ID.into()),
+        };
+        let mut out = bytes::BytesMut::new();
+        let fail = |reason: String| CliError::Protocol {
+            addr: self.addr.clone(),
+            reason: format!("{} v{version}: {reason}", api.name()),
+        };
+        skiff_protocol::encode_request(&header, &body, &mut out)
+            .map_err(|e| fail(e.to_string()))?;
+        let mut stream: &TcpStream = self.client.stream();
+        stream.write_all(&out).map_err(|e| fail(e.to_string()))
+    }
+}
+
 /// Resolves `addr` and connects to the first address that answers within `timeout`.
 pub fn tcp_connect(addr: &str, timeout: Duration) -> Result<TcpStream, CliError> {
     let resolved: Vec<_> = addr
@@ -318,17 +347,23 @@ impl Cluster {
             .ok_or_else(|| CliError::Other(format!("node {id}: no connection")))
     }
 
+    /// Drops the connection to node `id` (after it failed; the next `node(id)` reconnects).
+    pub fn forget(&mut self, id: i32) {
+        self.conns.remove(&id);
+    }
+
     /// The node coordinating `key` (`key_type` 0 = group, 1 = transactional id).
     pub fn coordinator_id(&mut self, key_type: i8, key: &str) -> Result<i32, CliError> {
-        let request = FindCoordinatorRequest {
-            key: key.into(),
-            key_type,
-            coordinator_keys: vec![key.into()],
-        };
         let v4 = self
             .bootstrap
             .version(ApiKey::FindCoordinator)
             .is_some_and(|v| v >= 4);
+        // v0-3 carry `key`, v4+ `coordinator_keys`: a field the version lacks must stay default.
+        let request = FindCoordinatorRequest {
+            key: if v4 { String::new() } else { key.into() },
+            key_type,
+            coordinator_keys: if v4 { vec![key.into()] } else { Vec::new() },
+        };
         let r = call_as!(&mut self.bootstrap, request, FindCoordinator)?;
         let (code, message, node_id) = match (v4, r.coordinators.first()) {
             (true, Some(c)) => (c.error_code, c.error_message.clone(), c.node_id),

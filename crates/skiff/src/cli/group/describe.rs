@@ -1,0 +1,278 @@
+//! `skiff group describe GROUP`: state, members with their assignments, and per partition the
+//! committed offset, the end offset (high watermark) and the lag.
+//!
+//! Mental model: DescribeGroups (members, decoded `consumer` assignments) and OffsetFetch (all
+//! committed offsets) at the coordinator, then ListOffsets latest at each partition's leader.
+//! The partitions listed are those with a committed offset plus those assigned to a member.
+//! Invariants: `lag = end_offset - committed_offset` exactly, reported only when both are
+//! known (a partition assigned but never committed has `committed_offset: null, lag: null`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use serde::Serialize;
+use skiff_protocol::{Codec, ConsumerProtocolAssignment, DescribeGroupsRequest};
+
+use super::offsets;
+use crate::cli::client::{Cluster, call_as};
+use crate::cli::consume::meta;
+use crate::cli::output::{emit, table};
+use crate::cli::{CliError, CliResult, ClientArgs};
+
+/// A member's assignment for one topic.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq)]
+pub struct TopicAssignment {
+    pub topic: String,
+    pub partitions: Vec<i32>,
+}
+
+/// One member of the group.
+#[derive(Debug, Serialize)]
+pub struct Member {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub assignments: Vec<TopicAssignment>,
+}
+
+/// One partition's offsets.
+#[derive(Debug, Serialize)]
+pub struct PartitionLag {
+    pub topic: String,
+    pub partition: i32,
+    pub committed_offset: Option<i64>,
+    pub end_offset: Option<i64>,
+    pub lag: Option<i64>,
+    /// The member the partition is assigned to, if any.
+    pub member_id: Option<String>,
+    pub client_id: Option<String>,
+    pub client_host: Option<String>,
+}
+
+/// `group describe`'s document.
+#[derive(Debug, Serialize)]
+pub struct GroupDescription {
+    pub group: String,
+    pub state: String,
+    pub protocol_type: String,
+    pub protocol: String,
+    pub coordinator: i32,
+    pub members: Vec<Member>,
+    pub partitions: Vec<PartitionLag>,
+    /// Sum of the known lags.
+    pub total_lag: i64,
+}
+
+/// A `consumer` protocol assignment blob by topic; empty for an empty or foreign blob.
+pub fn decode_assignment(blob: &Bytes) -> Vec<TopicAssignment> {
+    if blob.len() < 2 {
+        return Vec::new();
+    }
+    let version = i16::from_be_bytes([blob[0], blob[1]]);
+    if version < 0 {
+        return Vec::new();
+    }
+    let mut buf = blob.slice(2..);
+    let max = <ConsumerProtocolAssignment as Codec>::MAX_VERSION;
+    let Ok(a) = ConsumerProtocolAssignment::decode(&mut buf, version.min(max)) else {
+        return Vec::new();
+    };
+    let mut by_topic: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
+    for tp in a.assigned_partitions {
+        by_topic.entry(tp.topic).or_default().extend(tp.partitions);
+    }
+    by_topic
+        .into_iter()
+        .map(|(topic, ps)| TopicAssignment {
+            topic,
+            partitions: ps.into_iter().collect(),
+        })
+        .collect()
+}
+
+/// The group's state and members as DescribeGroups answers (state "Dead" for an unknown
+/// group, as Kafka says).
+pub fn describe_group(
+    cluster: &mut Cluster,
+    group: &str,
+) -> Result<(i32, String, String, String, Vec<Member>), CliError> {
+    let coordinator = cluster.coordinator_id(0, group)?;
+    let conn = cluster.coordinator(0, group)?;
+    let request = DescribeGroupsRequest {
+        groups: vec![group.into()],
+        include_authorized_operations: false,
+    };
+    let r = call_as!(conn, request, DescribeGroups)?;
+    let Some(g) = r.groups.into_iter().find(|g| g.group_id == group) else {
+        return Err(CliError::Other(format!(
+            "DescribeGroups answered nothing for {group}"
+        )));
+    };
+    if g.error_code == skiff_types::ErrorCode::GroupIdNotFound.code() {
+        // DescribeGroups v6 (Kafka 4's coordinator) says so; older versions answer "Dead".
+        return Ok((
+            coordinator,
+            "Dead".into(),
+            String::new(),
+            String::new(),
+            Vec::new(),
+        ));
+    }
+    if let Some(e) = CliError::from_code(
+        format!("describing group {group}"),
+        g.error_code,
+        g.error_message,
+    ) {
+        return Err(e);
+    }
+    let consumer = g.protocol_type == "consumer";
+    let members = g
+        .members
+        .into_iter()
+        .map(|m| Member {
+            assignments: if consumer {
+                decode_assignment(&m.member_assignment)
+            } else {
+                Vec::new()
+            },
+            member_id: m.member_id,
+            group_instance_id: m.group_instance_id,
+            client_id: m.client_id,
+            client_host: m.client_host,
+        })
+        .collect();
+    Ok((
+        coordinator,
+        g.group_state,
+        g.protocol_type,
+        g.protocol_data,
+        members,
+    ))
+}
+
+/// End offsets (high watermarks) of every `(topic, partition)` in `wanted`; topics that no
+/// longer exist are left out.
+pub fn end_offsets(
+    cluster: &mut Cluster,
+    wanted: &BTreeSet<(String, i32)>,
+) -> Result<BTreeMap<(String, i32), i64>, CliError> {
+    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (t, p) in wanted {
+        by_topic.entry(t).or_default().push(*p);
+    }
+    let mut out = BTreeMap::new();
+    for (topic, parts) in by_topic {
+        let info = match meta::topic_info(cluster, topic) {
+            Ok(i) => i,
+            Err(_) => continue, // deleted since the commit: no end offset
+        };
+        let parts: Vec<i32> = parts
+            .into_iter()
+            .filter(|p| info.partitions.contains_key(p))
+            .collect();
+        let specs: Vec<(i32, i64)> = parts.iter().map(|p| (*p, meta::LATEST)).collect();
+        for (p, a) in meta::list_offsets(cluster, &info, &specs, 0)? {
+            out.insert((topic.to_owned(), p), a.offset);
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(group: &str, client: &ClientArgs) -> CliResult {
+    let mut cluster = Cluster::connect(client)?;
+    let (coordinator, state, protocol_type, protocol, members) =
+        describe_group(&mut cluster, group)?;
+    let committed = offsets::fetch_committed(&mut cluster, group, None)?;
+    if state == "Dead" && committed.is_empty() && members.is_empty() {
+        return Err(CliError::Other(format!(
+            "group {group} does not exist (see `skiff group list`)"
+        )));
+    }
+    let mut owner: BTreeMap<(String, i32), &Member> = BTreeMap::new();
+    for m in &members {
+        for a in &m.assignments {
+            for p in &a.partitions {
+                owner.insert((a.topic.clone(), *p), m);
+            }
+        }
+    }
+    let wanted: BTreeSet<(String, i32)> = committed.keys().chain(owner.keys()).cloned().collect();
+    let ends = end_offsets(&mut cluster, &wanted)?;
+    let partitions: Vec<PartitionLag> = wanted
+        .iter()
+        .map(|key| {
+            let committed_offset = committed.get(key).copied();
+            let end_offset = ends.get(key).copied();
+            let m = owner.get(key);
+            PartitionLag {
+                topic: key.0.clone(),
+                partition: key.1,
+                committed_offset,
+                end_offset,
+                lag: committed_offset.zip(end_offset).map(|(c, e)| e - c),
+                member_id: m.map(|m| m.member_id.clone()),
+                client_id: m.map(|m| m.client_id.clone()),
+                client_host: m.map(|m| m.client_host.clone()),
+            }
+        })
+        .collect();
+    let total_lag = partitions.iter().filter_map(|p| p.lag).sum();
+    let description = GroupDescription {
+        group: group.to_owned(),
+        state,
+        protocol_type,
+        protocol,
+        coordinator,
+        members,
+        partitions,
+        total_lag,
+    };
+    emit(client.format, &description, render)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(d: &GroupDescription) -> String {
+    let opt = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+    let mut out = format!(
+        "GROUP        {}\nSTATE        {}\nCOORDINATOR  {}\nPROTOCOL     {} {}\nMEMBERS      {}\nTOTAL-LAG    {}\n\n",
+        d.group,
+        d.state,
+        d.coordinator,
+        d.protocol_type,
+        d.protocol,
+        d.members.len(),
+        d.total_lag
+    );
+    let rows: Vec<Vec<String>> = d
+        .partitions
+        .iter()
+        .map(|p| {
+            vec![
+                p.topic.clone(),
+                p.partition.to_string(),
+                opt(p.committed_offset),
+                opt(p.end_offset),
+                opt(p.lag),
+                p.member_id.clone().unwrap_or_else(|| "-".into()),
+                p.client_id.clone().unwrap_or_else(|| "-".into()),
+                p.client_host.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "MEMBER-ID",
+            "CLIENT-ID",
+            "HOST",
+        ],
+        &rows,
+    ));
+    out
+}
