@@ -5,9 +5,11 @@
 //!   start, high watermark after three produced records) -> alter-config -> config get (source
 //!   DYNAMIC_TOPIC_CONFIG) -> add-partitions -> trim (the log start moves) -> delete, with the
 //!   refusals (duplicate create, delete without --yes, no-op alter);
-//! - `cluster info` / `cluster health` (exit 0) / `doctor` (exit 0) on a healthy broker, and
-//!   `doctor` pointed at an HTTP port;
-//! - `doctor` names a broker whose advertised listener is a dead port (exit 1);
+//! - `cluster info` / `cluster health` (exit 0) / `doctor` (exit 0) on a healthy broker,
+//!   `topic list --internal` and the doctor's view of `__consumer_offsets`, and `doctor`
+//!   pointed at an HTTP port;
+//! - `doctor` names a broker whose advertised listener is a dead port (exit 1), and a TLS
+//!   port; one bad address of two bootstrap addresses is a warning;
 //! - `cluster health` exits 10 naming the offline partition when the only replica's node of
 //!   an RF1 partition stops (a controller+broker node and a broker-only node, so the quorum
 //!   survives);
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use skiff_compat::{Broker, BrokerBuilder, KafkaNode, Output, run};
+use skiff_protocol::FindCoordinatorRequest;
 use skiff_testkit::client::Conn;
 use skiff_testkit::cluster::{Cluster, batch};
 use skiff_testkit::process::{free_port, skiff_binary};
@@ -327,6 +330,45 @@ fn cli_admin_cluster_info_health_and_doctor_on_a_healthy_broker() {
     let text = skiff(bs, &["doctor"]).stdout;
     assert!(text.contains("OK") && !text.contains("FAIL  "), "{text}");
 
+    // The first group lookup creates __consumer_offsets: internal, listed only with
+    // --internal, and the doctor judges its replication.
+    let mut conn = Conn::open(b.port());
+    let _ = conn.call(
+        3,
+        FindCoordinatorRequest {
+            key: "g".into(),
+            key_type: 0,
+            coordinator_keys: Vec::new(),
+        },
+    );
+    let until = Instant::now() + Duration::from_secs(20);
+    let offsets = loop {
+        let all = json(bs, &["topic", "list", "--internal"]);
+        if let Some(t) = all["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "__consumer_offsets")
+        {
+            break t.clone();
+        }
+        assert!(Instant::now() < until, "no __consumer_offsets: {all}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(offsets["internal"], true);
+    assert_eq!(offsets["replication_factor"], 1);
+    assert!(!topic_names(&json(bs, &["topic", "list"])).contains(&"__consumer_offsets".into()));
+    let d = json(bs, &["doctor"]);
+    let c = d["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "internal_topic" && c["target"] == "__consumer_offsets")
+        .cloned()
+        .unwrap();
+    assert_eq!(c["status"], "ok", "{c}");
+    assert_eq!(c["detail"], "replication factor 1 with 1 brokers", "{c}");
+
     // Pointed at the admin (HTTP) port, the doctor says so.
     let http = format!("127.0.0.1:{}", b.admin_port().unwrap());
     let d = json_exit(&http, &["doctor"], 1);
@@ -495,6 +537,51 @@ fn cli_admin_cluster_health_exits_10_on_an_offline_partition() {
     let text = skiff(bs, &["cluster", "health"]);
     assert_eq!(code(&text), 10);
     assert!(text.stdout.contains("is offline"), "{}", text.stdout);
+}
+
+/// A doctor pointed at a TLS port (a server that answers a plaintext Kafka request with a TLS
+/// alert record, as TLS listeners do) says TLS; with a good second bootstrap address the bad
+/// one is a warning and the exit is 0.
+#[test]
+fn cli_admin_doctor_detects_tls_and_tolerates_one_bad_bootstrap() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tls = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { break };
+            let mut buf = [0_u8; 64];
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            if s.read(&mut buf).is_ok_and(|n| n > 0) {
+                // Alert record, TLS 1.2, fatal (2) unexpected_message (10).
+                let _ = s.write_all(&[21, 3, 3, 0, 2, 2, 10]);
+            }
+        }
+    });
+    let d = json_exit(&tls, &["doctor"], 1);
+    let c = d["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["status"] == "fail")
+        .cloned()
+        .unwrap();
+    assert_eq!(c["check"], "protocol", "{d:#}");
+    assert!(c["detail"].as_str().unwrap().contains("TLS"), "{c}");
+    assert!(c["fix"].as_str().unwrap().contains("TLS"), "{c}");
+
+    let b = Broker::start();
+    let both = format!("{tls},{}", b.bootstrap());
+    let d = json(&both, &["doctor"]);
+    assert_eq!(d["ok"], true, "{d:#}");
+    let warned = d["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["target"] == tls.as_str() && c["check"] == "protocol")
+        .cloned()
+        .unwrap();
+    assert_eq!(warned["status"], "warn", "{d:#}");
 }
 
 /// Whether the machine can run the reference Kafka (a JVM).

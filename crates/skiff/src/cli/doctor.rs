@@ -10,7 +10,8 @@
 //! Metadata; then each broker's advertised host:port (DNS, TCP, ApiVersions); then the internal
 //! topics' replication against the broker count. Each check is OK, WARN or FAIL with a fix.
 //! Invariants: exit 1 exactly when a check FAILed; a step that cannot run because an earlier one
-//! failed is not reported as passing.
+//! failed is not reported as passing; a bootstrap address that fails while another answers is
+//! a WARN (clients try the next one).
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, ToSocketAddrs};
@@ -372,6 +373,9 @@ pub fn run(args: DoctorArgs) -> CliResult {
             conn.get_or_insert(c);
         }
     }
+    if conn.is_some() {
+        downgrade_bootstrap_failures(&mut checks.0);
+    }
     if let Some(mut conn) = conn {
         let bootstrap_host = host_of(conn.addr()).to_owned();
         match metadata(&mut conn) {
@@ -441,6 +445,18 @@ pub fn run(args: DoctorArgs) -> CliResult {
     } else {
         ExitCode::from(EXIT_ERROR)
     })
+}
+
+/// With one bootstrap address answering, clients skip the others: their failures are
+/// warnings.
+fn downgrade_bootstrap_failures(checks: &mut [Check]) {
+    for c in checks {
+        if c.status == Status::Fail && matches!(c.check.as_str(), "dns" | "tcp" | "protocol") {
+            c.status = Status::Warn;
+            c.detail
+                .push_str(" (another bootstrap address answered: clients skip this one)");
+        }
+    }
 }
 
 fn metadata(conn: &mut Conn) -> Result<skiff_protocol::MetadataResponse, super::CliError> {
