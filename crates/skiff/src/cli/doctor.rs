@@ -23,7 +23,7 @@ use skiff_protocol::ApiKey;
 
 use super::client::{Conn, Node, tcp_connect};
 use super::output::emit;
-use super::{CliResult, ClientArgs, EXIT_ERROR};
+use super::{CliError, CliResult, ClientArgs, EXIT_ERROR};
 
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
@@ -179,7 +179,7 @@ fn reach(
 ) -> Option<Conn> {
     let who = |what: &str| match advertised_by {
         Some(id) => format!("broker {id} advertises {addr} but {what}"),
-        None => format!("{addr}: {what}"),
+        None => what.to_owned(),
     };
     let advertised_fix = "set advertised.listeners to an address clients can reach".to_owned();
     let fix = |plain: &str| {
@@ -238,7 +238,7 @@ fn reach(
             checks.fail(
                 kind,
                 addr,
-                who(&format!("nothing answers there ({e})")),
+                who(&format!("nothing answers there ({})", reason(e))),
                 fix("start the broker, or fix the port in --brokers (a firewall may block it)"),
             );
             return None;
@@ -268,7 +268,7 @@ fn reach(
                     "this listener expects TLS (SSL / SASL_SSL): use a TLS-enabled client, or the plaintext listener",
                 ),
                 _ => (
-                    format!("no Kafka answer ({e})"),
+                    format!("no Kafka answer ({})", reason(e)),
                     "check that this is a Kafka listener and the broker is healthy",
                 ),
             };
@@ -447,6 +447,16 @@ pub fn run(args: DoctorArgs) -> CliResult {
     })
 }
 
+/// The layer's reason of a client error, without the address (the check names it).
+fn reason(e: CliError) -> String {
+    match e {
+        CliError::Dns { reason, .. }
+        | CliError::Connect { reason, .. }
+        | CliError::Protocol { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
 /// With one bootstrap address answering, clients skip the others: their failures are
 /// warnings.
 fn downgrade_bootstrap_failures(checks: &mut [Check]) {
@@ -459,7 +469,7 @@ fn downgrade_bootstrap_failures(checks: &mut [Check]) {
     }
 }
 
-fn metadata(conn: &mut Conn) -> Result<skiff_protocol::MetadataResponse, super::CliError> {
+fn metadata(conn: &mut Conn) -> Result<skiff_protocol::MetadataResponse, CliError> {
     let request = skiff_protocol::MetadataRequest {
         topics: None,
         allow_auto_topic_creation: false,
