@@ -14,7 +14,12 @@
 //!   and `delete`, and `group delete` removes an Empty group;
 //! - the same produce / consume / group describe against Apache Kafka (the reference node of
 //!   `scripts/kafka-reference.sh`), skipped with a message where it is not installed.
+//!
+//! `cli_data/stream.rs`: read_committed over confluent-kafka transactions, and `--follow`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "cli_data/stream.rs"]
+mod stream;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -37,6 +37,9 @@ use super::{CliError, CliResult, ClientArgs, Format};
 
 /// Leader changes survived in a row (with no record of progress) before giving up.
 const MAX_REFRESHES: u32 = 20;
+/// Empty answers in a row (about `FETCH_WAIT_MS` each) after which a partition whose end is
+/// still ahead is given up on without --follow (its records are gone or not readable).
+const MAX_STALLS: u32 = 20;
 /// How long a fetch waits at the broker for data.
 const FETCH_WAIT_MS: i32 = 500;
 /// Per-partition fetch size (the broker returns at least one whole batch regardless).
@@ -49,8 +52,10 @@ const PROGRESS_MIN: u64 = 1000;
 pub enum Isolation {
     /// Every record, including open and aborted transactions.
     #[default]
+    #[value(alias = "read_uncommitted")]
     ReadUncommitted,
     /// Only committed records, up to the last stable offset.
+    #[value(alias = "read_committed")]
     ReadCommitted,
 }
 
@@ -114,6 +119,8 @@ struct Position {
     start: i64,
     /// The end offset seen at start (not used with --follow).
     end: i64,
+    /// Fetch answers in a row that moved nothing although the end is ahead.
+    stalls: u32,
 }
 
 pub fn run(args: ConsumeArgs) -> CliResult {
@@ -210,6 +217,17 @@ pub fn run(args: ConsumeArgs) -> CliResult {
                 .map_err(|e| CliError::Other(format!("topic {}: {e}", topic.name)))?;
                 if decoded.next_offset > pos.next {
                     refreshes = 0;
+                    pos.stalls = 0;
+                } else if !args.follow {
+                    pos.stalls += 1;
+                    if pos.stalls > MAX_STALLS {
+                        eprintln!(
+                            "skiff: {}-{}: no records between {} and the end offset {} seen at \
+                             start (deleted or not yet readable); stopping this partition",
+                            topic.name, part.partition, pos.next, pos.end
+                        );
+                        pos.end = pos.next;
+                    }
                 }
                 let stop_at = if args.follow { i64::MAX } else { pos.end };
                 for r in &decoded.records {
@@ -326,6 +344,7 @@ fn start_positions(
                 next: start,
                 start,
                 end: latest,
+                stalls: 0,
             },
         );
     }
