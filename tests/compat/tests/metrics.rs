@@ -243,7 +243,8 @@ fn metrics_match_a_produce_consume_and_commit_run() {
         "lag = end offset - committed, summed over partitions"
     );
     let secs = get(&s, "skiff_group_lag_seconds", &group).expect("lag seconds");
-    assert!((0.0..600.0).contains(&secs), "{secs}");
+    // Partition 0 lags: the age of its oldest unconsumed batch (written during this test).
+    assert!(secs > 0.0 && secs < 600.0, "{secs}");
     for (p, (n, c)) in RECORDS.iter().zip(COMMITTED).enumerate() {
         let part = p.to_string();
         let labels = [
