@@ -120,8 +120,8 @@ impl LogDirHealth {
             tracing::error!(
                 log_dir = %self.path.display(),
                 error = %error,
-                "log dir offline: a write failed; its partitions answer KAFKA_STORAGE_ERROR until \
-                 space returns and its logs are re-opened"
+                "log dir offline after an I/O error (a load or a write); its partitions answer \
+                 KAFKA_STORAGE_ERROR until the dir passes a probe write and its logs are re-opened"
             );
         }
     }
