@@ -268,9 +268,8 @@ fn produce_one(
         .append_client(info, data.index, bytes, acks, now)?;
     if !appended.duplicate {
         // issue 20: the batch bytes as the producer sent them, and its records.
-        let m = broker.metrics.topic(topic);
-        m.bytes_in(bytes.len() as u64);
-        m.records_in(u64::try_from(appended.next_offset - appended.base_offset).unwrap_or(0));
+        let records = u64::try_from(appended.next_offset - appended.base_offset).unwrap_or(0);
+        broker.metrics.produced(topic, bytes.len() as u64, records);
     }
     // A duplicate's offsets and timestamp are the original batch's; on a LogAppendTime topic
     // that timestamp is the original append time (validation stamped this retry with `now`).

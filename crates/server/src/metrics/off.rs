@@ -60,6 +60,8 @@ impl Metrics {
         TopicMetrics
     }
     #[inline(always)]
+    pub fn produced(&self, _topic: &str, _bytes: u64, _records: u64) {}
+    #[inline(always)]
     pub fn replication_bytes_out(&self, _n: u64) {}
     #[inline(always)]
     pub fn connection_opened(&self, _listener: &str) -> ConnectionMetrics {

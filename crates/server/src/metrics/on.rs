@@ -301,6 +301,20 @@ impl Metrics {
             .clone()
     }
 
+    /// A producer's batch of `bytes` and `records` appended to `topic`: counted under the
+    /// map's read lock (no `Arc` clone on the produce path once the topic is cached).
+    #[inline]
+    pub fn produced(&self, topic: &str, bytes: u64, records: u64) {
+        if let Some(t) = self.topics.read().get(topic) {
+            t.bytes_in(bytes);
+            t.records_in(records);
+            return;
+        }
+        let t = self.topic(topic);
+        t.bytes_in(bytes);
+        t.records_in(records);
+    }
+
     /// Drops the series of topics that no longer exist (called at scrape).
     pub fn retain_topics(&self, exists: impl Fn(&str) -> bool) {
         let gone: Vec<String> = self
