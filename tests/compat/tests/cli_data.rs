@@ -562,66 +562,12 @@ fn cli_data_groups_list_describe_seek_consume_delete() {
         [row("g", 0, 10, 10), row("g", 1, 5, 6)]
     );
 
-    // A group with a live member: described with it; seek --execute and delete refuse.
+    // A group with a live member (classic, and KIP-848 `group.protocol=consumer`, which
+    // Kafka 4 describes only through ConsumerGroupDescribe): described with its member and
+    // assignment; seek --execute and delete refuse.
     create_topic(&bs, "live-t", 1);
-    let mut member = python_background(
-        Python::PyPi,
-        "groups_ck.py",
-        "member",
-        &json!({"bootstrap": bs, "group": "live", "topic": "live-t", "partitions": 1,
-                "member_name": "live-member"}),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let described = loop {
-        // Until the member joined, the group does not exist (exit 1).
-        let out = skiff(
-            &["group", "describe", "live", "-b", &bs, "--format", "json"],
-            b"",
-        );
-        let d: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
-        let assigned =
-            d["members"][0]["assignments"] == json!([{"topic": "live-t", "partitions": [0]}]);
-        if d["state"] == json!("Stable") && assigned {
-            break d;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the member never settled: {d} {}",
-            out.stderr
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert_eq!(described["members"][0]["client_id"], json!("live-member"));
-    let refused = skiff(
-        &[
-            "group",
-            "seek",
-            "live",
-            "--to",
-            "start",
-            "--topic",
-            "live-t",
-            "--execute",
-            "-b",
-            &bs,
-        ],
-        b"",
-    );
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        refused.stderr.contains("has active members"),
-        "{}",
-        refused.stderr
-    );
-    let refused = skiff(&["group", "delete", "live", "-b", &bs], b"");
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        refused.stdout.contains("has active members"),
-        "{}",
-        refused.stdout
-    );
-    member.send_line("");
-    drop(member);
+    live_member_is_described_and_protected(&bs, "live", json!({}));
+    live_member_is_described_and_protected(&bs, "live848", json!({"group.protocol": "consumer"}));
 
     // delete removes an Empty group; deleting it again says it does not exist.
     let del = skiff_json(&["group", "delete", "grp", "-b", &bs]);
@@ -647,6 +593,72 @@ fn cli_data_groups_list_describe_seek_consume_delete() {
     );
     let gone = skiff(&["group", "describe", "grp", "-b", &bs], b"");
     assert_eq!(gone.status.code(), Some(1));
+}
+
+/// Runs one stock member of `group` on `live-t` (with `config`), waits until `group describe`
+/// shows it holding partition 0 in a stable group, and checks that `seek --execute` and
+/// `delete` refuse the group while it runs.
+fn live_member_is_described_and_protected(bs: &str, group: &str, config: Value) {
+    let mut member = python_background(
+        Python::PyPi,
+        "groups_ck.py",
+        "member",
+        &json!({"bootstrap": bs, "group": group, "topic": "live-t", "partitions": 1,
+                "member_name": "live-member", "config": config}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let described = loop {
+        // Until the member joined, the group does not exist (exit 1).
+        let out = skiff(
+            &["group", "describe", group, "-b", bs, "--format", "json"],
+            b"",
+        );
+        let d: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+        let assigned =
+            d["members"][0]["assignments"] == json!([{"topic": "live-t", "partitions": [0]}]);
+        let stable = d["state"]
+            .as_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("stable"));
+        if stable && assigned {
+            break d;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{group}: the member never settled: {d} {}",
+            out.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(described["members"][0]["client_id"], json!("live-member"));
+    assert_eq!(described["protocol_type"], json!("consumer"));
+    let seek = [
+        "group",
+        "seek",
+        group,
+        "--to",
+        "start",
+        "--topic",
+        "live-t",
+        "--execute",
+        "-b",
+        bs,
+    ];
+    let refused = skiff(&seek, b"");
+    assert_eq!(refused.status.code(), Some(1), "{group}");
+    assert!(
+        refused.stderr.contains("has active members"),
+        "{}",
+        refused.stderr
+    );
+    let refused = skiff(&["group", "delete", group, "-b", bs], b"");
+    assert_eq!(refused.status.code(), Some(1), "{group}");
+    assert!(
+        refused.stdout.contains("has active members"),
+        "{}",
+        refused.stdout
+    );
+    member.send_line("");
+    drop(member);
 }
 
 /// Whether the pinned Apache Kafka of `scripts/kafka-reference.sh` can run here.
@@ -723,6 +735,8 @@ fn cli_data_against_apache_kafka() {
         lag_rows(&bs, "kgrp"),
         [row("kg", 0, 10, 10), row("kg", 1, 6, 6)]
     );
+    create_topic(&bs, "live-t", 1);
+    live_member_is_described_and_protected(&bs, "k848", json!({"group.protocol": "consumer"}));
     let del = skiff_json(&["group", "delete", "kgrp", "-b", &bs]);
     assert_eq!(del["groups"][0]["deleted"], json!(true), "{del}");
 }

@@ -12,10 +12,13 @@ use std::process::ExitCode;
 
 use bytes::Bytes;
 use serde::Serialize;
-use skiff_protocol::{Codec, ConsumerProtocolAssignment, DescribeGroupsRequest};
+use skiff_protocol::{
+    ApiKey, Codec, ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, DescribeGroupsRequest,
+};
+use skiff_types::ErrorCode;
 
 use super::offsets;
-use crate::cli::client::{Cluster, call_as};
+use crate::cli::client::{Cluster, Conn, call_as};
 use crate::cli::consume::meta;
 use crate::cli::output::{emit, table};
 use crate::cli::{CliError, CliResult, ClientArgs};
@@ -92,12 +95,31 @@ pub fn decode_assignment(blob: &Bytes) -> Vec<TopicAssignment> {
         .collect()
 }
 
-/// The group's state and members as DescribeGroups answers (state "Dead" for an unknown
-/// group, as Kafka says).
-pub fn describe_group(
-    cluster: &mut Cluster,
-    group: &str,
-) -> Result<(i32, String, String, String, Vec<Member>), CliError> {
+/// A group's state and members.
+#[derive(Debug)]
+pub struct GroupInfo {
+    pub coordinator: i32,
+    /// As the coordinator spells it: `Empty`, `Stable`, ... (classic), `empty`, `stable`, ...
+    /// (KIP-848 `consumer` groups); `Dead` for a group that does not exist.
+    pub state: String,
+    pub protocol_type: String,
+    /// The classic assignor, or the KIP-848 server assignor.
+    pub protocol: String,
+    pub members: Vec<Member>,
+}
+
+impl GroupInfo {
+    /// Whether a simple client (generation -1) may commit: no members, and Empty or unknown.
+    pub fn may_commit(&self) -> bool {
+        self.members.is_empty()
+            && ["empty", "dead", ""].contains(&self.state.to_ascii_lowercase().as_str())
+    }
+}
+
+/// The group's state and members: DescribeGroups, and for a group it does not know (Kafka 4
+/// answers GROUP_ID_NOT_FOUND for KIP-848 `consumer` groups) ConsumerGroupDescribe where the
+/// broker has it. An unknown group is `Dead` with no members.
+pub fn describe_group(cluster: &mut Cluster, group: &str) -> Result<GroupInfo, CliError> {
     let coordinator = cluster.coordinator_id(0, group)?;
     let conn = cluster.coordinator(0, group)?;
     let request = DescribeGroupsRequest {
@@ -110,15 +132,17 @@ pub fn describe_group(
             "DescribeGroups answered nothing for {group}"
         )));
     };
-    if g.error_code == skiff_types::ErrorCode::GroupIdNotFound.code() {
-        // DescribeGroups v6 (Kafka 4's coordinator) says so; older versions answer "Dead".
-        return Ok((
+    if g.error_code == ErrorCode::GroupIdNotFound.code() {
+        if let Some(info) = describe_consumer_group(conn, coordinator, group)? {
+            return Ok(info);
+        }
+        return Ok(GroupInfo {
             coordinator,
-            "Dead".into(),
-            String::new(),
-            String::new(),
-            Vec::new(),
-        ));
+            state: "Dead".into(),
+            protocol_type: String::new(),
+            protocol: String::new(),
+            members: Vec::new(),
+        });
     }
     if let Some(e) = CliError::from_code(
         format!("describing group {group}"),
@@ -143,13 +167,66 @@ pub fn describe_group(
             client_host: m.client_host,
         })
         .collect();
-    Ok((
+    Ok(GroupInfo {
         coordinator,
-        g.group_state,
-        g.protocol_type,
-        g.protocol_data,
+        state: g.group_state,
+        protocol_type: g.protocol_type,
+        protocol: g.protocol_data,
         members,
-    ))
+    })
+}
+
+/// ConsumerGroupDescribe (KIP-848) of `group`; `None` when the broker lacks the API or does
+/// not know the group either.
+fn describe_consumer_group(
+    conn: &mut Conn,
+    coordinator: i32,
+    group: &str,
+) -> Result<Option<GroupInfo>, CliError> {
+    if conn.version(ApiKey::ConsumerGroupDescribe).is_none() {
+        return Ok(None);
+    }
+    let request = ConsumerGroupDescribeRequest {
+        group_ids: vec![group.into()],
+        include_authorized_operations: false,
+    };
+    let r = call_as!(conn, request, ConsumerGroupDescribe)?;
+    let Some(g) = r.groups.into_iter().find(|g| g.group_id == group) else {
+        return Ok(None);
+    };
+    if g.error_code != 0 {
+        return Ok(None);
+    }
+    let members = g
+        .members
+        .into_iter()
+        .map(|m| Member {
+            assignments: m
+                .assignment
+                .topic_partitions
+                .into_iter()
+                .map(|tp| {
+                    let mut partitions = tp.partitions;
+                    partitions.sort_unstable();
+                    TopicAssignment {
+                        topic: tp.topic_name,
+                        partitions,
+                    }
+                })
+                .collect(),
+            member_id: m.member_id,
+            group_instance_id: m.instance_id,
+            client_id: m.client_id,
+            client_host: m.client_host,
+        })
+        .collect();
+    Ok(Some(GroupInfo {
+        coordinator,
+        state: g.group_state,
+        protocol_type: "consumer".into(),
+        protocol: g.assignor_name,
+        members,
+    }))
 }
 
 /// End offsets (high watermarks) of every `(topic, partition)` in `wanted`; topics that no
@@ -182,8 +259,13 @@ pub fn end_offsets(
 
 pub fn run(group: &str, client: &ClientArgs) -> CliResult {
     let mut cluster = Cluster::connect(client)?;
-    let (coordinator, state, protocol_type, protocol, members) =
-        describe_group(&mut cluster, group)?;
+    let GroupInfo {
+        coordinator,
+        state,
+        protocol_type,
+        protocol,
+        members,
+    } = describe_group(&mut cluster, group)?;
     let committed = offsets::fetch_committed(&mut cluster, group, None)?;
     if state == "Dead" && committed.is_empty() && members.is_empty() {
         return Err(CliError::Other(format!(

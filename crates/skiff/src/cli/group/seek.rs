@@ -56,16 +56,11 @@ pub struct SeekResult {
     pub partitions: Vec<SeekRow>,
 }
 
-/// States in which a simple client may commit.
-fn may_commit(state: &str) -> bool {
-    matches!(state, "Empty" | "Dead" | "")
-}
-
 pub fn run(args: &SeekArgs) -> CliResult {
     let group = args.group.as_str();
     let mut cluster = Cluster::connect(&args.client)?;
-    let (_, state, _, _, members) = describe_group(&mut cluster, group)?;
-    if args.execute && (!may_commit(&state) || !members.is_empty()) {
+    let info = describe_group(&mut cluster, group)?;
+    if args.execute && !info.may_commit() {
         return Err(not_empty(group));
     }
     let committed = offsets::fetch_committed(&mut cluster, group, None)?;
@@ -117,16 +112,19 @@ pub fn run(args: &SeekArgs) -> CliResult {
     } else {
         eprintln!(
             "skiff: dry run: nothing changed; add --execute to commit these offsets{}",
-            if may_commit(&state) && members.is_empty() {
+            if info.may_commit() {
                 String::new()
             } else {
-                format!(" (the group is {state} with members: --execute needs it Empty)")
+                format!(
+                    " (the group is {} with members: --execute needs it Empty)",
+                    info.state
+                )
             }
         );
     }
     let result = SeekResult {
         group: group.to_owned(),
-        state,
+        state: info.state,
         executed: args.execute,
         partitions: rows,
     };
