@@ -12,7 +12,8 @@
 //! Settings: every static value that differs from the catalogue's default, sorted by key, with
 //! its source (`config file`, `env`, `--override`, or `skiff default` for Skiff's shipped
 //! single-node defaults); keys outside the catalogue (listener overrides) say `static config`.
-//! Invariant: a value of a sensitive key (PASSWORD type, or a name that looks like a secret)
+//! Settings ignored at load (an unknown `KAFKA_*` variable, a plugin key) follow as `ignored
+//! setting` lines. Invariant: a value of a sensitive key (PASSWORD type, or a name that looks like a secret)
 //! is never printed, only `[redacted]`.
 
 use std::path::PathBuf;
@@ -72,6 +73,12 @@ pub enum Line {
         value: String,
         source: &'static str,
     },
+    /// A supplied setting that was ignored (already warned about at load).
+    Ignored {
+        key: String,
+        source: String,
+        reason: String,
+    },
 }
 
 /// The summary of a configuration and the process facts.
@@ -128,6 +135,13 @@ pub fn summary_lines(cfg: &BrokerConfig, facts: &Facts) -> Vec<Line> {
                 value.clone()
             },
             source: "static config",
+        });
+    }
+    for i in cfg.ignored() {
+        lines.push(Line::Ignored {
+            key: i.key.clone(),
+            source: i.source.clone(),
+            reason: i.reason.clone(),
         });
     }
     lines
@@ -258,6 +272,13 @@ pub fn log(cfg: &BrokerConfig, server: &Server) {
             Line::Setting { key, value, source } => {
                 tracing::info!(target: "skiff::startup", %key, %value, %source, "setting")
             }
+            Line::Ignored {
+                key,
+                source,
+                reason,
+            } => {
+                tracing::info!(target: "skiff::startup", %key, %source, %reason, "ignored setting")
+            }
         }
     }
 }
@@ -321,6 +342,33 @@ mod tests {
         assert!(
             !format!("{got:?}").contains("hunter2") && !format!("{got:?}").contains("secret-stuff")
         );
+    }
+
+    #[test]
+    fn file_values_and_ignored_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.properties");
+        std::fs::write(&file, "num.partitions=5\nsuper.users=User:admin\n").unwrap();
+        let cfg = BrokerConfig::load(ConfigSources {
+            file: Some(file),
+            env: vec![("KAFKA_BOOTSTRAP_SERVERS".into(), "x:9092".into())],
+            overrides: Vec::new(),
+        })
+        .unwrap();
+        let lines = summary_lines(&cfg, &Facts::default());
+        assert!(
+            settings(&lines).contains(&("num.partitions".into(), "5".into(), "config file")),
+            "{lines:?}"
+        );
+        let ignored: Vec<&str> = lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Ignored { key, .. } => Some(key.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(ignored.contains(&"bootstrap.servers"), "{lines:?}");
+        assert!(ignored.contains(&"super.users"), "{lines:?}");
     }
 
     #[test]
