@@ -249,6 +249,49 @@ fn cli_data_produce_is_read_by_a_stock_client_with_java_partitioning() {
         .collect();
     assert!(codecs.contains(&"zstd"), "{codecs:?}");
 
+    // A record the broker refuses fails alone, reported with its input line; exit 1.
+    let r = python(
+        Python::PyPi,
+        "ck.py",
+        "admin_create",
+        &json!({"bootstrap": bs, "topics": [{"name": "small", "partitions": 1,
+                "config": {"max.message.bytes": "200"}}]}),
+    );
+    assert_eq!(r["results"]["small"], Value::Null, "{r}");
+    let input = format!("first\n{}\nthird\n", "x".repeat(500));
+    let out = skiff(
+        &[
+            "produce",
+            "small",
+            "-b",
+            &bs,
+            "--max-batch-bytes",
+            "1",
+            "--format",
+            "json",
+        ],
+        input.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["records"].clone(), doc["failed"].clone()),
+        (json!(2), json!(1))
+    );
+    assert_eq!(doc["errors"][0]["line"], json!(2), "{doc}");
+    let error = doc["errors"][0]["error"].as_str().unwrap();
+    assert!(error.contains("MESSAGE_TOO_LARGE"), "{error}");
+    assert!(
+        out.stderr.contains("1 of 3 records were not produced"),
+        "{}",
+        out.stderr
+    );
+    let values: Vec<Value> = consume_json(&["small", "-b", &bs])
+        .iter()
+        .map(|r| r["value"].clone())
+        .collect();
+    assert_eq!(values, [json!("first"), json!("third")]);
+
     // Failures say what to do and exit non-zero.
     let missing = skiff(&["produce", "nope", "-b", &bs], b"x\n");
     assert_eq!(missing.status.code(), Some(1));

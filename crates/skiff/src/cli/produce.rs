@@ -385,7 +385,6 @@ pub fn run(args: ProduceArgs) -> CliResult {
                         }
                         continue;
                     }
-                    let code = ErrorCode::from_code(pr.error_code);
                     let message = batch_error(
                         &topic.name,
                         p,
@@ -394,7 +393,7 @@ pub fn run(args: ProduceArgs) -> CliResult {
                         &pr.record_errors,
                     );
                     batch.attempts += 1;
-                    if code.is_some_and(ErrorCode::is_retriable) && batch.attempts < MAX_ATTEMPTS {
+                    if should_retry(pr.error_code, batch.attempts) {
                         refresh = true;
                         continue;
                     }
@@ -418,6 +417,13 @@ pub fn run(args: ProduceArgs) -> CliResult {
     }
     result.partitions = per_partition.into_values().collect();
     report(&args, &result)
+}
+
+/// Whether a batch answered with `code` after `attempts` sends is sent again (after a
+/// metadata refresh): retriable errors (a moved leader, a timeout, too few in-sync replicas)
+/// until [`MAX_ATTEMPTS`]; anything else fails its records at once.
+pub fn should_retry(code: i16, attempts: u32) -> bool {
+    attempts < MAX_ATTEMPTS && ErrorCode::from_code(code).is_some_and(ErrorCode::is_retriable)
 }
 
 /// `(leader, partitions)`; `None` for partitions without a leader.
@@ -629,6 +635,31 @@ mod tests {
         }
         assert_eq!(key_partition(b"a-little-bit-long-string", 3), 2);
         assert_eq!(key_partition(b"foobar", 3), 0);
+    }
+
+    #[test]
+    fn retries_only_retriable_errors_a_bounded_number_of_times() {
+        let cases: &[(ErrorCode, u32, bool)] = &[
+            (ErrorCode::NotLeaderOrFollower, 1, true),
+            (ErrorCode::NotLeaderOrFollower, MAX_ATTEMPTS - 1, true),
+            (ErrorCode::NotLeaderOrFollower, MAX_ATTEMPTS, false),
+            (ErrorCode::LeaderNotAvailable, 1, true),
+            (ErrorCode::RequestTimedOut, 2, true),
+            (ErrorCode::NotEnoughReplicas, 1, true),
+            (ErrorCode::UnknownTopicOrPartition, 1, true),
+            (ErrorCode::MessageTooLarge, 1, false),
+            (ErrorCode::CorruptMessage, MAX_ATTEMPTS, false),
+            (ErrorCode::InvalidRecord, 1, false),
+            (ErrorCode::TopicAuthorizationFailed, 1, false),
+        ];
+        for (code, attempts, want) in cases {
+            assert_eq!(
+                should_retry(code.code(), *attempts),
+                *want,
+                "{code} after {attempts}"
+            );
+        }
+        assert!(!should_retry(9999, 1), "an unknown code is not retried");
     }
 
     #[test]
