@@ -121,7 +121,7 @@ fn write_man_pages(dir: &std::path::Path) -> std::io::Result<usize> {
             .render(&mut buf)?;
         std::fs::write(dir.join(format!("{name}.1")), buf)?;
         let mut n = 1;
-        for sub in cmd.get_subcommands() {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
             n += walk(sub, format!("{name}-{}", sub.get_name()), dir)?;
         }
         Ok(n)
