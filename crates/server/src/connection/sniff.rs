@@ -128,6 +128,42 @@ mod tests {
         );
     }
 
+    fn reader(data: &[u8], max: usize) -> super::super::FrameReader<std::io::Cursor<Vec<u8>>> {
+        super::super::FrameReader::new(
+            std::io::Cursor::new(data.to_vec()),
+            max,
+            std::time::Duration::from_secs(5),
+            std::time::Duration::from_secs(5),
+            skiff_types::Clock::manual(0),
+        )
+    }
+
+    /// The sniff runs only where the frame size is rejected: a size within the limits is read
+    /// as a Kafka frame whatever its bytes.
+    #[tokio::test]
+    async fn frame_reader_names_the_protocol_only_for_a_rejected_size() {
+        use super::super::FrameError;
+        let get = b"GET / HTTP/1.1\r\n\r\n";
+        let r = reader(get, 100 << 20).next_frame().await;
+        assert!(
+            matches!(r, Err(FrameError::Foreign(Foreign::Http(ref l))) if l == "GET / HTTP/1.1"),
+            "{r:?}"
+        );
+        let r = reader(&[0x16, 0x03, 0x01, 0x00, 0xa5, 0x01], 100 << 20)
+            .next_frame()
+            .await;
+        assert!(
+            matches!(r, Err(FrameError::Foreign(Foreign::Tls(1)))),
+            "{r:?}"
+        );
+        // Too large but not HTTP/TLS: the old refusal.
+        let r = reader(&[0x7f, 0, 0, 0, 1, 2], 100 << 20).next_frame().await;
+        assert!(matches!(r, Err(FrameError::TooLarge(..))), "{r:?}");
+        // "GET " as a size within a (huge) limit is a frame that never completes here.
+        let r = reader(get, usize::MAX).next_frame().await;
+        assert!(matches!(r, Err(FrameError::EofMidFrame)), "{r:?}");
+    }
+
     #[test]
     fn messages_say_what_it_looked_like_and_what_the_port_speaks() {
         let m = message(
