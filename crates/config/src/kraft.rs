@@ -7,9 +7,8 @@
 //! before (it formats its own log dir). With `process.roles` it is a KRaft node: [`check`]
 //! applies Kafka's rules for the role set, then [`check_supported`] refuses what Skiff cannot
 //! run yet instead of running it unsafely: a dynamic quorum (KIP-853). Every role set runs
-//! against the static quorum `controller.quorum.voters`: a combined single voter keeps its
-//! local metadata log (it *is* that quorum); otherwise voters run the Raft quorum of issue 16
-//! and a broker-only node observes it.
+//! against the static quorum `controller.quorum.voters`: voters run the Raft quorum of issue 16
+//! (a combined single voter too, a quorum of one) and a broker-only node observes it.
 //!
 //! Invariants: pure (no I/O); [`Kraft`] exists only for a configuration that passed [`check`];
 //! listener names are upper-cased as Kafka normalises them.
@@ -282,7 +281,7 @@ pub fn check(input: &Input<'_>) -> Result<Option<Kraft>, ConfigError> {
 }
 
 /// Refuses a valid KRaft configuration Skiff cannot run safely yet (see the module docs):
-/// only a combined node that is the quorum's single voter starts.
+/// a dynamic quorum.
 pub fn check_supported(kraft: &Kraft) -> Result<(), ConfigError> {
     const FIX: &str = "list the controllers in controller.quorum.voters (a static quorum) on every node, as process.roles=broker,controller, broker or controller";
     if kraft.voters.is_empty() {

@@ -100,6 +100,12 @@ impl Broker {
         // Every log dir (the metadata log lives in the first) is locked before anything reads
         // or writes it: recovery, meta.properties, the clean-shutdown marker.
         let dir_locks = skiff_storage::dir_lock::lock_dirs(&settings.log_manager.log_dirs)?;
+        if let Some(q) = settings.quorum.as_ref()
+            && crate::cluster::keeps_local_metadata_log(q, &metadata_dir)
+        {
+            tracing::warn!(dir = %metadata_dir.display(), "this single combined voter keeps the local metadata log an earlier Skiff wrote: broker-only nodes cannot follow it (they need a Raft quorum; a new cluster formatted by this version has one)");
+            settings.quorum = None;
+        }
         // The first dir's meta.properties is checked (or written, if the dir is empty) before
         // the metadata log is created in it.
         let (metadata, quorum) = match &settings.quorum {

@@ -85,6 +85,36 @@ pub fn open_quorum(
     Ok((store, quorum))
 }
 
+/// `process.roles=broker,controller` and the only voter: a quorum of one that depends on no
+/// other node.
+pub fn is_single_combined_voter(q: &QuorumSettings) -> bool {
+    q.voter && q.broker && q.voters.len() == 1
+}
+
+/// Whether a single combined voter (`process.roles=broker,controller`, the only voter) keeps
+/// the local metadata log an earlier Skiff wrote in `metadata_dir` instead of the Raft quorum:
+/// until broker-only nodes could follow one, such a node ran without Raft. Its log (batches,
+/// but none of the Raft state files) is not a Raft log, so it stays local, and broker-only
+/// nodes cannot follow it. A fresh dir, or one the Raft log store wrote, runs the quorum.
+pub fn keeps_local_metadata_log(q: &QuorumSettings, metadata_dir: &Path) -> bool {
+    use skiff_raft::state_files::{COMMITTED_FILE, LOG_START_FILE, QUORUM_STATE_FILE};
+    if !is_single_combined_voter(q) {
+        return false;
+    }
+    if [QUORUM_STATE_FILE, COMMITTED_FILE, LOG_START_FILE]
+        .iter()
+        .any(|f| metadata_dir.join(f).exists())
+    {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(metadata_dir) else {
+        return false;
+    };
+    entries.filter_map(Result::ok).any(|e| {
+        e.path().extension().is_some_and(|x| x == "log") && e.metadata().is_ok_and(|m| m.len() > 0)
+    })
+}
+
 /// A broker-only node: follows the voters' committed log as an observer (blocking until it
 /// has caught up, as a KRaft broker does before it registers) and a store that never decides.
 pub fn open_observer(
@@ -220,6 +250,72 @@ pub fn start(broker: &Arc<Broker>, listeners: &[BoundListener]) {
     }
     if let Member::Voter(voter) = quorum {
         tokio::spawn(controller_timer(Arc::clone(broker), voter, q));
+    }
+}
+
+/// Waits (at most `within`) until a single combined voter serves as a broker: registered with
+/// itself and unfenced, its partitions in their roles. It depends on no other node, so its
+/// listeners become ready serving, as a node with a local metadata log does (voters of a
+/// larger quorum cannot wait: they elect only once their peers are up). Returns at once on
+/// any other node.
+pub async fn until_single_voter_serves(broker: &Broker, within: Duration) {
+    if !broker
+        .settings
+        .quorum
+        .as_ref()
+        .is_some_and(is_single_combined_voter)
+    {
+        return;
+    }
+    let serving = async {
+        while !broker.replicas.roles_open() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    if tokio::time::timeout(within, serving).await.is_err() {
+        tracing::warn!(
+            waited_ms = within.as_millis(),
+            "the single voter has not registered as a broker yet; serving anyway"
+        );
+    }
+}
+
+/// At a clean shutdown of a single combined voter (after the lifecycle task stopped): fences
+/// its own registration through its own controller (a BrokerHeartbeat with `want_fence` and
+/// `want_shut_down`, Kafka's way out), so the next start's registration is not refused as a
+/// duplicate until the old session expires. Bounded; a failure only costs that wait.
+pub async fn fence_self_at_shutdown(broker: &Arc<Broker>) {
+    if !broker
+        .settings
+        .quorum
+        .as_ref()
+        .is_some_and(is_single_combined_voter)
+        || !is_controller(broker)
+    {
+        return;
+    }
+    let (Some(epoch), Some(quorum)) = (
+        *broker.producer_ids.registered_epoch.lock(),
+        broker.quorum.as_ref(),
+    ) else {
+        return;
+    };
+    let body: RequestBody = BrokerHeartbeatRequest {
+        broker_id: broker.node_id(),
+        broker_epoch: epoch,
+        current_metadata_offset: *quorum.applied().borrow(),
+        want_fence: true,
+        want_shut_down: true,
+        ..BrokerHeartbeatRequest::default()
+    }
+    .into();
+    let version = body.api_key().supported_versions().1;
+    match tokio::time::timeout(Duration::from_secs(5), local_call(broker, version, body)).await {
+        Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 => {
+            tracing::info!(fenced = r.is_fenced, "fenced this broker for the shutdown");
+        }
+        Ok(other) => tracing::warn!(?other, "fencing this broker for the shutdown failed"),
+        Err(_) => tracing::warn!("fencing this broker for the shutdown timed out"),
     }
 }
 

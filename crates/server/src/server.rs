@@ -5,11 +5,13 @@
 //! (blocking, before serving), start the log manager's background ticker, the cleaner and the
 //! log scrubber (issue 12), bind every listener
 //! (port 0 = ephemeral; the advertised port then follows the bound one) and spawn one accept
-//! loop per listener; then tell the admin state the listeners are bound.
+//! loop per listener; a single combined voter then waits until it serves as a broker
+//! (registered, unfenced); then tell the admin state the listeners are bound.
 //! Shutdown (SIGTERM/SIGINT in the binary): flip the shutdown watch (accept loops stop,
 //! connections stop reading at a frame boundary, long-polling fetches answer now, `/readyz`
-//! turns 503), wait for connections to drain (bounded by `shutdown_drain_ms_max`), stop the
-//! admin port, stop the ticker, then `LogManager::shutdown()` (flush, checkpoints,
+//! turns 503), a single combined voter fences its own registration (so its next start
+//! registers at once), wait for connections to drain (bounded by `shutdown_drain_ms_max`),
+//! stop the admin port, stop the ticker, then `LogManager::shutdown()` (flush, checkpoints,
 //! clean-shutdown marker), close the metadata log and release the log dirs' `.lock`s (taken
 //! by `Broker::open` before anything touched the dirs).
 
@@ -168,6 +170,7 @@ impl Server {
         drop(drain_tx);
         // issue 16: registration, heartbeats, the controller timer, the partition reconciler.
         crate::cluster::start(&broker, &listeners);
+        crate::cluster::until_single_voter_serves(&broker, Duration::from_secs(20)).await;
         admin_state.set_listeners_bound();
         Ok(Server {
             broker,
@@ -225,6 +228,7 @@ impl Server {
         for t in self.accept_tasks.drain(..) {
             let _ = t.await;
         }
+        crate::cluster::fence_self_at_shutdown(&self.broker).await;
         let drain = Duration::from_millis(self.broker.settings.shutdown_drain_ms_max);
         if tokio::time::timeout(drain, self.drain_rx.recv())
             .await

@@ -112,8 +112,10 @@ pub struct ServerSettings {
     /// KRaft mode: this node's `controller.quorum.voters` endpoint as
     /// (controller listener name, host, port), what DescribeQuorum reports for the voter.
     pub quorum_voter_endpoint: Option<(String, String, u16)>,
-    /// KRaft mode with several voters: the Raft metadata quorum (issue 16). `None`: the
-    /// metadata log is local (no `process.roles`, or a single voter).
+    /// KRaft mode: the Raft metadata quorum (issue 16), also of a single combined voter, so
+    /// broker-only nodes can follow it. `None`: the metadata log is local (no
+    /// `process.roles`, or a single combined voter whose dir already holds a local log:
+    /// [`crate::cluster::keeps_local_metadata_log`]).
     pub quorum: Option<QuorumSettings>,
     /// `listeners` joined with `advertised.listeners`.
     pub listeners: Vec<ListenerSettings>,

@@ -29,61 +29,56 @@ pub fn server_settings(cfg: &BrokerConfig, clock: skiff_types::Clock) -> ServerS
         let name = k.controller_listener_names.first()?;
         Some((name.clone(), voter.host.clone(), voter.port))
     });
-    // Several voters, or a node that is not both broker and controller, needs the Raft quorum
-    // (a broker-only node observes it); one combined voter keeps its local metadata log.
-    s.quorum = cfg
-        .kraft()
-        .filter(|k| k.voters.len() > 1 || !(k.broker && k.controller))
-        .map(|k| {
-            let ms = |key: &str, fallback: u64| {
-                cfg.get_i64(key)
-                    .and_then(|v| u64::try_from(v).ok())
-                    .unwrap_or(fallback)
-            };
-            skiff_server::settings::QuorumSettings {
-                voters: k
-                    .voters
-                    .iter()
-                    .map(|v| (v.id, v.host.clone(), v.port))
-                    .collect(),
-                election_timeout_ms: ms("controller.quorum.election.timeout.ms", 1000),
-                heartbeat_interval_ms: ms("broker.heartbeat.interval.ms", 2000),
-                session_timeout_ms: ms("broker.session.timeout.ms", 9000),
-                broker: k.broker,
-                voter: k.controller,
-                snapshots: skiff_server::settings::SnapshotSettings {
-                    max_bytes_between: ms(
-                        "metadata.log.max.record.bytes.between.snapshots",
-                        20 * 1024 * 1024,
-                    )
-                    .max(1),
-                    max_interval_ms: ms("metadata.log.max.snapshot.interval.ms", 3_600_000),
-                    keep_entries: ms("skiff.metadata.log.snapshot.keep.entries", 1000),
-                },
-                fetcher: skiff_server::replica::fetcher::FetcherSettings {
-                    listener: cfg
-                        .get_str("inter.broker.listener.name")
-                        .or_else(|| {
-                            cfg.listeners()
-                                .iter()
-                                .find(|l| !k.is_controller_listener(&l.name))
-                                .map(|l| l.name.clone())
-                        })
-                        .unwrap_or_else(|| "PLAINTEXT".to_string()),
-                    wait_max_ms: i32::try_from(ms("replica.fetch.wait.max.ms", 500)).unwrap_or(500),
-                    partition_max_bytes: i32::try_from(ms("replica.fetch.max.bytes", 1 << 20))
-                        .unwrap_or(1 << 20),
-                    response_max_bytes: i32::try_from(ms(
-                        "replica.fetch.response.max.bytes",
-                        10 << 20,
-                    ))
+    // Every KRaft node runs the Raft quorum (a broker-only node observes it), a single
+    // combined voter too: broker-only nodes may follow it, as in Kafka. `Broker::open` keeps
+    // the local metadata log of a single combined voter whose dir already holds one.
+    s.quorum = cfg.kraft().map(|k| {
+        let ms = |key: &str, fallback: u64| {
+            cfg.get_i64(key)
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(fallback)
+        };
+        skiff_server::settings::QuorumSettings {
+            voters: k
+                .voters
+                .iter()
+                .map(|v| (v.id, v.host.clone(), v.port))
+                .collect(),
+            election_timeout_ms: ms("controller.quorum.election.timeout.ms", 1000),
+            heartbeat_interval_ms: ms("broker.heartbeat.interval.ms", 2000),
+            session_timeout_ms: ms("broker.session.timeout.ms", 9000),
+            broker: k.broker,
+            voter: k.controller,
+            snapshots: skiff_server::settings::SnapshotSettings {
+                max_bytes_between: ms(
+                    "metadata.log.max.record.bytes.between.snapshots",
+                    20 * 1024 * 1024,
+                )
+                .max(1),
+                max_interval_ms: ms("metadata.log.max.snapshot.interval.ms", 3_600_000),
+                keep_entries: ms("skiff.metadata.log.snapshot.keep.entries", 1000),
+            },
+            fetcher: skiff_server::replica::fetcher::FetcherSettings {
+                listener: cfg
+                    .get_str("inter.broker.listener.name")
+                    .or_else(|| {
+                        cfg.listeners()
+                            .iter()
+                            .find(|l| !k.is_controller_listener(&l.name))
+                            .map(|l| l.name.clone())
+                    })
+                    .unwrap_or_else(|| "PLAINTEXT".to_string()),
+                wait_max_ms: i32::try_from(ms("replica.fetch.wait.max.ms", 500)).unwrap_or(500),
+                partition_max_bytes: i32::try_from(ms("replica.fetch.max.bytes", 1 << 20))
+                    .unwrap_or(1 << 20),
+                response_max_bytes: i32::try_from(ms("replica.fetch.response.max.bytes", 10 << 20))
                     .unwrap_or(10 << 20),
-                    backoff_ms: ms("replica.fetch.backoff.ms", 1000),
-                    lag_time_max_ms: ms("replica.lag.time.max.ms", 30_000),
-                },
-                elections: election_settings(cfg),
-            }
-        });
+                backoff_ms: ms("replica.fetch.backoff.ms", 1000),
+                lag_time_max_ms: ms("replica.lag.time.max.ms", 30_000),
+            },
+            elections: election_settings(cfg),
+        }
+    });
     s.listeners = cfg
         .listeners()
         .iter()
