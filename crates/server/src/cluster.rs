@@ -725,3 +725,7 @@ pub fn create_topic_on_controller(
         b.peers.creating.lock().remove(&name);
     });
 }
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;
