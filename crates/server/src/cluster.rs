@@ -281,25 +281,47 @@ pub async fn until_single_voter_serves(broker: &Broker, within: Duration) {
 }
 
 /// At a clean shutdown of a single combined voter (after the lifecycle task stopped): fences
-/// its own registration through its own controller (a BrokerHeartbeat with `want_fence` and
-/// `want_shut_down`, Kafka's way out), so the next start's registration is not refused as a
-/// duplicate until the old session expires. Bounded; a failure only costs that wait.
+/// its own registration through its own controller (Kafka's way out), so the next start's
+/// registration is not refused as a duplicate until the old session expires. Bounded; a
+/// failure only costs that wait.
 pub async fn fence_self_at_shutdown(broker: &Arc<Broker>) {
-    if !broker
+    let epoch = *broker.producer_ids.registered_epoch.lock();
+    if let Some(epoch) = epoch {
+        fence_own_registration(broker, epoch, "for the shutdown").await;
+    }
+}
+
+/// A single combined voter's registration refused as a duplicate: the registration in the
+/// image is this node's earlier incarnation (killed without its shutdown fence; this process
+/// holds the node's dirs and is the only voter), so it fences it instead of waiting for its
+/// session to expire. Whether it did (then register again now).
+async fn fence_earlier_incarnation(broker: &Arc<Broker>) -> bool {
+    let earlier = broker
+        .image()
+        .broker(broker.node_id())
+        .filter(|b| !b.fenced)
+        .map(|b| b.epoch);
+    match earlier {
+        Some(epoch) => fence_own_registration(broker, epoch, "(an earlier incarnation)").await,
+        None => false,
+    }
+}
+
+/// On a single combined voter that leads: a BrokerHeartbeat to itself for registration
+/// `epoch` with `want_fence` and `want_shut_down` (fenced at once); whether it was answered
+/// without error.
+async fn fence_own_registration(broker: &Arc<Broker>, epoch: i64, why: &str) -> bool {
+    let single = broker
         .settings
         .quorum
         .as_ref()
-        .is_some_and(is_single_combined_voter)
-        || !is_controller(broker)
-    {
-        return;
-    }
-    let (Some(epoch), Some(quorum)) = (
-        *broker.producer_ids.registered_epoch.lock(),
-        broker.quorum.as_ref(),
-    ) else {
-        return;
+        .is_some_and(is_single_combined_voter);
+    let Some(quorum) = broker.quorum.as_ref().filter(|_| single) else {
+        return false;
     };
+    if !is_controller(broker) {
+        return false;
+    }
     let body: RequestBody = BrokerHeartbeatRequest {
         broker_id: broker.node_id(),
         broker_epoch: epoch,
@@ -312,10 +334,17 @@ pub async fn fence_self_at_shutdown(broker: &Arc<Broker>) {
     let version = body.api_key().supported_versions().1;
     match tokio::time::timeout(Duration::from_secs(5), local_call(broker, version, body)).await {
         Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 => {
-            tracing::info!(fenced = r.is_fenced, "fenced this broker for the shutdown");
+            tracing::info!(broker_epoch = epoch, "fenced this broker {why}");
+            true
         }
-        Ok(other) => tracing::warn!(?other, "fencing this broker for the shutdown failed"),
-        Err(_) => tracing::warn!("fencing this broker for the shutdown timed out"),
+        Ok(other) => {
+            tracing::warn!(?other, "fencing this broker {why} failed");
+            false
+        }
+        Err(_) => {
+            tracing::warn!("fencing this broker {why} timed out");
+            false
+        }
     }
 }
 
@@ -386,6 +415,11 @@ async fn lifecycle(
                     );
                     epoch = Some(r.broker_epoch);
                     *broker.producer_ids.registered_epoch.lock() = epoch;
+                    Duration::ZERO
+                }
+                Some(ErrorCode::DuplicateBrokerRegistration)
+                    if fence_earlier_incarnation(&broker).await =>
+                {
                     Duration::ZERO
                 }
                 code => {

@@ -7,7 +7,9 @@
 //!   replicas; acks=all produces to its leader are answered (the follower fetched them) and
 //!   read back from the leader, and the follower holds them too;
 //! - the voter restarts (a single-voter Raft log): it fenced itself at the SIGTERM, so it is
-//!   registered again when its ready line is printed; both serve, the data is read back.
+//!   registered again when its ready line is printed; both serve, the data is read back;
+//! - the voter is killed (-9) and restarted: it fences its earlier incarnation itself and is
+//!   registered again when its ready line is printed.
 //!
 //! And an upgrade: a single combined voter whose dir holds the local metadata log an earlier
 //! Skiff wrote (no Raft state files) starts on it as before (its topic is there), and says
@@ -144,6 +146,35 @@ fn e2e_combined_voter_and_broker_only_node() {
         (got.error_code == 0 && values(&records_of(&got)) == want).then_some(())
     });
     eprintln!("phase voter restart: {:?}", t.elapsed());
+
+    // kill -9 (no shutdown fence): the restarted voter's registration is refused as a
+    // duplicate of its earlier incarnation, which it fences itself (it is the only voter and
+    // holds the node's dirs) instead of waiting for that session to expire.
+    let t = Instant::now();
+    c.nodes[0].kill9();
+    c.nodes[0].restart();
+    let m = c.metadata(0);
+    assert!(
+        m.brokers.iter().any(|b| b.node_id == 1) && m.controller_id == 1,
+        "ready before serving: {m:?}"
+    );
+    assert!(
+        c.nodes[0]
+            .logs()
+            .contains("fenced this broker (an earlier incarnation)"),
+        "{}",
+        c.nodes[0].logs()
+    );
+    c.wait_brokers(&[0, 1], &[1, 2], Duration::from_secs(30));
+    wait_until("the topic served again", Duration::from_secs(15), || {
+        let (leader, _, _) = registration(&c, 1);
+        if leader <= 0 {
+            return None;
+        }
+        let got = Conn::open(c.ports[(leader - 1) as usize].0).fetch(TOPIC, 0, 0, 1 << 20);
+        (got.error_code == 0 && values(&records_of(&got)) == want).then_some(())
+    });
+    eprintln!("phase voter kill -9 + restart: {:?}", t.elapsed());
 
     for n in &mut c.nodes {
         assert!(n.sigterm().success());
