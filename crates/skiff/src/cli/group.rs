@@ -3,9 +3,10 @@
 //! Mental model: groups live on their coordinators. `list` asks every broker (ListGroups) and
 //! merges; `describe` asks the group's coordinator for its members (DescribeGroups) and
 //! committed offsets (OffsetFetch) and each partition's leader for its end offset (ListOffsets)
-//! to compute lag = end - committed; `seek` computes new offsets per partition and shows a
-//! dry-run table unless `--execute`, which commits them as a simple client (only possible while
-//! the group is Empty); `delete` sends DeleteGroups to each group's coordinator.
+//! to compute lag = end - committed; `seek` computes new offsets per partition (a position in
+//! the log, or `shift:±N` from the committed offset) and shows a dry-run table unless
+//! `--execute`, which commits them as a simple client (only possible while the group is
+//! Empty); `delete` sends DeleteGroups to each group's coordinator.
 //! Invariants: `seek --execute` refuses a group with members before committing anything;
 //! `delete` exits non-zero when any group was not deleted (the table says which and why).
 

@@ -1,5 +1,7 @@
 //! `skiff produce TOPIC`: one record per input line (stdin or `--file`), optionally split into
-//! key and value at `--key-delimiter`, with `-H k=v` headers on every record.
+//! key and value at `--key-delimiter`, with `-H k=v` headers on every record; or records laid
+//! out as `--template FMT` says (key, value, partition and headers per record; see
+//! [`template`]).
 //!
 //! Mental model: read all input, assign each record a partition (`--partition`; else a keyed
 //! record goes where Kafka's Java client puts it, `murmur2(key) & 0x7fffffff % partitions`, and
@@ -33,6 +35,8 @@ use skiff_types::{Clock, ErrorCode};
 use super::client::{Cluster, call_as};
 use super::consume::meta::{self, TopicInfo};
 use super::{CliError, CliResult, ClientArgs, Format};
+
+pub mod template;
 
 /// Sends of one batch before its records are reported failed.
 pub const MAX_ATTEMPTS: u32 = 6;
@@ -69,12 +73,18 @@ pub struct ProduceArgs {
     #[arg(long)]
     pub file: Option<PathBuf>,
     /// Split each line at the first occurrence of this string into key and value.
-    #[arg(long, short = 'K')]
+    #[arg(long, short = 'K', conflicts_with = "template")]
     pub key_delimiter: Option<String>,
+    /// The input layout of each record: %k key, %v value, %p partition, %h headers
+    /// (k=v,k2=v2), %% a %, literal text between fields as delimiters, \n \t \r \\ escapes;
+    /// `\n` is appended when it ends in a field. E.g. '%k %v\n', '%p|%k|%v|%h\n'.
+    #[arg(long, short = 'T')]
+    pub template: Option<String>,
     /// A header `key=value` on every record (repeatable).
     #[arg(long = "header", short = 'H')]
     pub headers: Vec<String>,
-    /// Write every record to this partition (default: by key hash, round-robin when unkeyed).
+    /// Write every record to this partition (default: a template's %p, else by key hash,
+    /// round-robin when unkeyed).
     #[arg(long, short = 'p')]
     pub partition: Option<i32>,
     /// Acknowledgements: -1 (all in-sync replicas), 1 (the leader), 0 (none, fire and forget).
@@ -106,6 +116,10 @@ pub struct InputRecord {
     pub line: usize,
     pub key: Option<Vec<u8>>,
     pub value: Vec<u8>,
+    /// This record's own headers (`%h`), after the `-H` ones.
+    pub headers: template::Headers,
+    /// The partition the input named (`%p`).
+    pub partition: Option<i32>,
 }
 
 /// Splits `input` into records: one per line (`\n`, a trailing `\r` kept), the final empty
@@ -136,6 +150,8 @@ pub fn parse_input(input: &[u8], delimiter: Option<&str>) -> Result<Vec<InputRec
             line: i + 1,
             key,
             value,
+            headers: Vec::new(),
+            partition: None,
         });
     }
     Ok(out)
@@ -245,7 +261,10 @@ pub fn run(args: ProduceArgs) -> CliResult {
                 .map_err(|e| CliError::Other(format!("cannot read stdin: {e}")))?;
         }
     }
-    let records = parse_input(&input, args.key_delimiter.as_deref())?;
+    let records = match &args.template {
+        Some(t) => template::parse_with_template(&input, &template::parse_template(t)?)?,
+        None => parse_input(&input, args.key_delimiter.as_deref())?,
+    };
     let headers = parse_headers(&args.headers)?;
     if records.is_empty() {
         return Err(CliError::Usage(
@@ -273,7 +292,15 @@ pub fn run(args: ProduceArgs) -> CliResult {
     let mut by_partition: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
     let mut round_robin = 0;
     for (i, r) in records.iter().enumerate() {
-        let p = match (args.partition, &r.key) {
+        if let Some(p) = r.partition
+            && !topic.partitions.contains_key(&p)
+        {
+            return Err(CliError::Usage(format!(
+                "line {}: topic {} has no partition {p} (it has {n})",
+                r.line, args.topic
+            )));
+        }
+        let p = match (args.partition.or(r.partition), &r.key) {
             (Some(p), _) => p,
             (None, Some(k)) => key_partition(k, n),
             (None, None) => {
@@ -460,7 +487,16 @@ fn build_batches(
         let mut members = Vec::new();
         for i in idxs {
             let r = &records[*i];
-            builder.append(now_ms, r.key.as_deref(), Some(&r.value), &hdrs);
+            if r.headers.is_empty() {
+                builder.append(now_ms, r.key.as_deref(), Some(&r.value), &hdrs);
+            } else {
+                let mut all = hdrs.clone();
+                all.extend(r.headers.iter().map(|(k, v)| Header {
+                    key: k,
+                    value: Some(v),
+                }));
+                builder.append(now_ms, r.key.as_deref(), Some(&r.value), &all);
+            }
             members.push(*i);
             if builder.uncompressed_records_bytes() >= args.max_batch_bytes {
                 let full = std::mem::replace(&mut builder, BatchBuilder::new(options()));
