@@ -150,6 +150,17 @@ impl Conn {
 }
 
 impl Conn {
+    /// How long a call waits for its answer (JoinGroup waits for a rebalance: longer).
+    pub fn set_read_timeout(&self, timeout: Duration) -> Result<(), CliError> {
+        self.client
+            .stream()
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| CliError::Connect {
+                addr: self.addr.clone(),
+                reason: e.to_string(),
+            })
+    }
+
     /// Sends `body` at the negotiated version without reading an answer: Produce with acks=0,
     /// which the broker never answers (the correlation id is one no answer will carry).
     pub fn send_oneway(&mut self, body: impl Into<RequestBody>) -> Result<(), CliError> {
@@ -352,8 +363,37 @@ impl Cluster {
         self.conns.remove(&id);
     }
 
-    /// The node coordinating `key` (`key_type` 0 = group, 1 = transactional id).
+    /// The node coordinating `key` (`key_type` 0 = group, 1 = transactional id). A coordinator
+    /// that is not available yet (Kafka creates `__consumer_offsets` on first use) or still
+    /// loading is asked again, a bounded number of times.
     pub fn coordinator_id(&mut self, key_type: i8, key: &str) -> Result<i32, CliError> {
+        const NOT_YET: [i16; 2] = [14, 15]; // COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE
+        let mut attempt: u32 = 0;
+        loop {
+            match self.find_coordinator(key_type, key)? {
+                Ok(id) => return Ok(id),
+                Err((code, _)) if NOT_YET.contains(&code) && attempt < 20 => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(100 * u64::from(attempt.min(5))));
+                }
+                Err((code, message)) => {
+                    let context = format!("finding the coordinator of {key}");
+                    return Err(
+                        CliError::from_code(context, code, message).unwrap_or_else(|| {
+                            CliError::Other(format!("finding the coordinator of {key} failed"))
+                        }),
+                    );
+                }
+            }
+        }
+    }
+
+    /// One FindCoordinator: the node id, or the error code and message.
+    fn find_coordinator(
+        &mut self,
+        key_type: i8,
+        key: &str,
+    ) -> Result<Result<i32, (i16, Option<String>)>, CliError> {
         let v4 = self
             .bootstrap
             .version(ApiKey::FindCoordinator)
@@ -375,12 +415,11 @@ impl Cluster {
             }
             (false, _) => (r.error_code, r.error_message.clone(), r.node_id),
         };
-        if let Some(e) =
-            CliError::from_code(format!("finding the coordinator of {key}"), code, message)
-        {
-            return Err(e);
-        }
-        Ok(node_id)
+        Ok(if code == 0 {
+            Ok(node_id)
+        } else {
+            Err((code, message))
+        })
     }
 
     /// The connection to the coordinator of `key` (see [`Cluster::coordinator_id`]).

@@ -8,14 +8,23 @@
 //! (every codec; control batches skipped; aborted transactions dropped at read_committed) and
 //! prints in offset order per partition. Without `--follow` a partition is finished at the end
 //! offset seen at start (records at or past it are not printed); `--num N` stops after N
-//! records. `--group` is a *simple consumer* (no JoinGroup): it starts from the committed
-//! offsets and commits its positions after printing (OffsetCommit with generation -1), which
-//! the coordinator accepts only while the group has no members; `--no-commit` skips that.
-//! Invariants: a record is printed at most once per run; the committed position is one past
-//! the last printed record of the partition (never past a record that was not printed); a
-//! leader change (NOT_LEADER_OR_FOLLOWER and friends) refreshes metadata and is retried a
-//! bounded number of times without progress before giving up.
+//! records. `--group G` joins the group as a member (see [`member`]: JoinGroup/SyncGroup with
+//! the range assignor, a heartbeat between fetches when due): the partitions are the ones the
+//! group assigns, each starting at its committed offset (`--offset` only where none is
+//! committed, as `auto.offset.reset`); a rebalance commits what was printed, rejoins and
+//! resumes from the committed offsets of the new assignment; at the end it commits (as the
+//! member of its generation) and leaves the group, also after a Ctrl-C. With `--no-join` or
+//! `--partition` it is a *simple consumer* instead: it reads the chosen partitions from the
+//! committed offsets and commits with generation -1, which the coordinator accepts only while
+//! the group has no members. `--no-commit` skips committing in both modes.
+//! Invariants: a record is printed at most once per generation (a rebalance may hand a
+//! partition to another member from the last commit, as with any Kafka consumer); the
+//! committed position is one past the last printed record of the partition (never past a
+//! record that was not printed); a leader change (NOT_LEADER_OR_FOLLOWER and friends)
+//! refreshes metadata and is retried a bounded number of times without progress before giving
+//! up; a member leaves the group on every exit path that returns (not when killed).
 
+pub mod member;
 pub mod meta;
 pub mod records;
 pub mod spec;
@@ -28,6 +37,7 @@ use std::time::Duration;
 use skiff_protocol::{FetchPartition, FetchRequest, FetchTopic, ResponseBody};
 use skiff_types::ErrorCode;
 
+use self::member::{Beat, Membership};
 use self::meta::TopicInfo;
 use self::records::{JsonRecord, decode, render_template};
 use self::spec::{OffsetSpec, resolve};
@@ -85,16 +95,21 @@ pub struct ConsumeArgs {
     /// Stop after this many records.
     #[arg(long, short = 'n')]
     pub num: Option<u64>,
-    /// Read only these partitions (repeatable; default: all).
+    /// Read only these partitions (repeatable; default: all). With --group: without joining.
     #[arg(long, short = 'p')]
     pub partition: Vec<i32>,
     /// Keep waiting for new records instead of stopping at the end offsets seen at start.
     #[arg(long, short = 'f')]
     pub follow: bool,
-    /// Start from this group's committed offsets and commit after printing. A simple consumer:
-    /// it does not join the group, so committing needs the group Empty (no running members).
+    /// Join this consumer group (range assignor): read the partitions it assigns from their
+    /// committed offsets, commit after printing, leave at the end. With --partition: read
+    /// those partitions from the group's offsets without joining (as --no-join).
     #[arg(long, short = 'g')]
     pub group: Option<String>,
+    /// With --group: do not join; read the chosen partitions from the group's committed
+    /// offsets as a simple consumer (committing then needs the group Empty).
+    #[arg(long, requires = "group")]
+    pub no_join: bool,
     /// With --group: do not commit.
     #[arg(long)]
     pub no_commit: bool,
@@ -125,8 +140,40 @@ struct Position {
 
 pub fn run(args: ConsumeArgs) -> CliResult {
     let mut cluster = Cluster::connect(&args.client)?;
-    let mut topic = meta::topic_info(&mut cluster, &args.topic)?;
-    let partitions: Vec<i32> = if args.partition.is_empty() {
+    let topic = meta::topic_info(&mut cluster, &args.topic)?;
+    // Chosen partitions are read as an assign-style client of the group (no join).
+    let joining = args
+        .group
+        .as_ref()
+        .filter(|_| !args.no_join && args.partition.is_empty());
+    let mut member = match joining {
+        Some(g) => {
+            member::watch_interrupts();
+            let m = Membership::join(&mut cluster, g, &topic.name)?;
+            eprintln!(
+                "skiff: joined group {g} as {} (generation {}): partitions {:?}",
+                m.member_id(),
+                m.generation(),
+                m.assigned()
+            );
+            Some(m)
+        }
+        None => None,
+    };
+    let partitions = match &member {
+        Some(m) => m.assigned().to_vec(),
+        None => chosen_partitions(&args, &topic)?,
+    };
+    let result = consume(&args, &mut cluster, topic, member.as_mut(), &partitions);
+    if let Some(m) = member {
+        m.leave(&mut cluster);
+    }
+    result
+}
+
+/// `--partition`s (checked), or every partition.
+fn chosen_partitions(args: &ConsumeArgs, topic: &TopicInfo) -> Result<Vec<i32>, CliError> {
+    Ok(if args.partition.is_empty() {
         topic.partitions.keys().copied().collect()
     } else {
         for p in &args.partition {
@@ -142,27 +189,62 @@ pub fn run(args: ConsumeArgs) -> CliResult {
         ps.sort_unstable();
         ps.dedup();
         ps
-    };
-    let isolation = args.isolation.level();
-    let mut positions = start_positions(&args, &mut cluster, &topic, &partitions, isolation)?;
+    })
+}
 
-    let mut sink = Sink::new(&args);
-    let progress = progress_bar(&args, &positions);
+/// The fetch loop over `partitions` (re-assigned by the group's rebalances when a member).
+fn consume(
+    args: &ConsumeArgs,
+    cluster: &mut Cluster,
+    mut topic: TopicInfo,
+    mut member: Option<&mut Membership>,
+    partitions: &[i32],
+) -> CliResult {
+    let isolation = args.isolation.level();
+    let mut positions = start_positions(args, cluster, &topic, partitions, isolation)?;
+
+    let mut sink = Sink::new(args);
+    let progress = progress_bar(args, &positions);
     let mut printed = 0u64;
     let mut refreshes = 0u32;
     let limit = args.num.unwrap_or(u64::MAX);
     'outer: while printed < limit {
+        if member.is_some() && member::interrupted() {
+            break;
+        }
+        if let Some(m) = member.as_deref_mut()
+            && m.heartbeat_due()
+            && m.heartbeat(cluster)? == Beat::Rejoin
+        {
+            if let Err(e) = commit_moved(args, cluster, &topic, &positions, Some(m)) {
+                eprintln!("skiff: {e}");
+            }
+            m.rejoin(cluster)?;
+            eprintln!(
+                "skiff: group rebalanced: generation {}, partitions {:?}",
+                m.generation(),
+                m.assigned()
+            );
+            let assigned = m.assigned().to_vec();
+            positions = start_positions(args, cluster, &topic, &assigned, isolation)?;
+            continue;
+        }
         let active: Vec<i32> = positions
             .iter()
             .filter(|(_, pos)| args.follow || pos.next < pos.end)
             .map(|(p, _)| *p)
             .collect();
         if active.is_empty() {
+            if member.is_some() && args.follow {
+                // Nothing assigned right now: stay a member until a rebalance gives some.
+                std::thread::sleep(Duration::from_millis(FETCH_WAIT_MS.unsigned_abs().into()));
+                continue;
+            }
             break;
         }
         let mut refresh = false;
         for (leader, parts) in meta::by_leader(&topic, active)? {
-            let answer = match fetch(&mut cluster, &topic, leader, &parts, &positions, isolation) {
+            let answer = match fetch(cluster, &topic, leader, &parts, &positions, isolation) {
                 Ok(a) => a,
                 Err(e @ (CliError::Connect { .. } | CliError::Protocol { .. })) => {
                     eprintln!("skiff: fetching from node {leader}: {e}; refreshing metadata");
@@ -180,7 +262,7 @@ pub fn run(args: ConsumeArgs) -> CliResult {
                     0 => {}
                     c if c == ErrorCode::OffsetOutOfRange.code() => {
                         let (earliest, latest) =
-                            meta::watermarks(&mut cluster, &topic, &[part.partition], isolation)?
+                            meta::watermarks(cluster, &topic, &[part.partition], isolation)?
                                 .get(&part.partition)
                                 .copied()
                                 .unwrap_or((pos.next, pos.next));
@@ -264,34 +346,53 @@ pub fn run(args: ConsumeArgs) -> CliResult {
                 )));
             }
             std::thread::sleep(Duration::from_millis(100 * u64::from(refreshes.min(10))));
-            topic = meta::topic_info(&mut cluster, &args.topic)?;
+            topic = meta::topic_info(cluster, &args.topic)?;
         }
     }
     sink.flush()?;
     if let Some(pb) = progress {
         pb.finish_and_clear();
     }
-    if let Some(group) = &args.group
-        && !args.no_commit
-    {
-        let moved: group_offsets::Offsets = positions
-            .iter()
-            .filter(|(_, pos)| pos.next != pos.start)
-            .map(|(p, pos)| ((topic.name.clone(), *p), pos.next))
-            .collect();
-        if !moved.is_empty() {
-            group_offsets::commit(&mut cluster, group, &moved)?;
-            eprintln!(
-                "skiff: committed group {group}: {}",
-                moved
-                    .iter()
-                    .map(|((_, p), o)| format!("{}-{p}={o}", topic.name))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-        }
-    }
+    commit_moved(args, cluster, &topic, &positions, member)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// With --group (and without --no-commit): commits the positions that moved, as `member` of
+/// its generation or as a simple client.
+fn commit_moved(
+    args: &ConsumeArgs,
+    cluster: &mut Cluster,
+    topic: &TopicInfo,
+    positions: &BTreeMap<i32, Position>,
+    member: Option<&mut Membership>,
+) -> Result<(), CliError> {
+    let Some(group) = &args.group else {
+        return Ok(());
+    };
+    if args.no_commit {
+        return Ok(());
+    }
+    let moved: group_offsets::Offsets = positions
+        .iter()
+        .filter(|(_, pos)| pos.next != pos.start)
+        .map(|(p, pos)| ((topic.name.clone(), *p), pos.next))
+        .collect();
+    if moved.is_empty() {
+        return Ok(());
+    }
+    match member {
+        Some(m) => m.commit(cluster, &moved)?,
+        None => group_offsets::commit(cluster, group, &moved)?,
+    }
+    eprintln!(
+        "skiff: committed group {group}: {}",
+        moved
+            .iter()
+            .map(|((_, p), o)| format!("{}-{p}={o}", topic.name))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(())
 }
 
 /// Where each partition starts and (without --follow) ends.

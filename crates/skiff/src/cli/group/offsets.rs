@@ -1,6 +1,7 @@
-//! A group's committed offsets: OffsetFetch and OffsetCommit at the group's coordinator, as a
-//! simple (non-member) client: generation -1 and member id "", which the coordinator accepts
-//! only while the group has no members (Empty, or unknown).
+//! A group's committed offsets: OffsetFetch and OffsetCommit at the group's coordinator, either
+//! as a simple (non-member) client: generation -1 and member id "", which the coordinator
+//! accepts only while the group has no members (Empty, or unknown); or as a member of a
+//! generation ([`commit_as`], `skiff consume --group`).
 //!
 //! Mental model: committed offsets are keyed by `(topic, partition)`; -1 ("none committed") is
 //! left out of what [`fetch_committed`] returns. [`commit`] sends all offsets in one request
@@ -153,6 +154,18 @@ pub fn fetch_committed(
 
 /// Commits `offsets` for `group` as a simple client (generation -1, member "").
 pub fn commit(cluster: &mut Cluster, group: &str, offsets: &Offsets) -> Result<(), CliError> {
+    commit_as(cluster, group, -1, "", offsets)
+}
+
+/// Commits `offsets` for `group` as member `member_id` of `generation` (-1 and "": a simple
+/// client, which the coordinator accepts only while the group has no members).
+pub fn commit_as(
+    cluster: &mut Cluster,
+    group: &str,
+    generation: i32,
+    member_id: &str,
+    offsets: &Offsets,
+) -> Result<(), CliError> {
     let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
     for ((topic, partition), offset) in offsets {
         by_topic
@@ -166,8 +179,8 @@ pub fn commit(cluster: &mut Cluster, group: &str, offsets: &Offsets) -> Result<(
     }
     let request = OffsetCommitRequest {
         group_id: group.into(),
-        generation_id_or_member_epoch: -1,
-        member_id: String::new(),
+        generation_id_or_member_epoch: generation,
+        member_id: member_id.into(),
         topics: by_topic
             .into_iter()
             .map(|(name, partitions)| OffsetCommitRequestTopic {
@@ -196,6 +209,13 @@ pub fn commit(cluster: &mut Cluster, group: &str, offsets: &Offsets) -> Result<(
                 .iter()
                 .any(|e| e.code() == p.error_code)
                 {
+                    if generation >= 0 {
+                        return Err(CliError::Other(format!(
+                            "group {group} rebalanced before the offsets were committed \
+                             (generation {generation} is over); the partitions' new owners \
+                             start from the previous commit"
+                        )));
+                    }
                     return Err(not_empty(group));
                 }
                 let context = format!(
