@@ -417,10 +417,11 @@ async fn lifecycle(
                     *broker.producer_ids.registered_epoch.lock() = epoch;
                     Duration::ZERO
                 }
+                // Not at once: a node with the same id elsewhere must not make this spin.
                 Some(ErrorCode::DuplicateBrokerRegistration)
                     if fence_earlier_incarnation(&broker).await =>
                 {
-                    Duration::ZERO
+                    retry
                 }
                 code => {
                     tracing::warn!(?code, "broker registration refused; retrying");
