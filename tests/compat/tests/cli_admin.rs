@@ -622,7 +622,19 @@ fn cli_admin_against_apache_kafka() {
     assert_eq!(c["topic_id"].as_str().unwrap().len(), 22);
     let list = json(bs, &["topic", "list"]);
     assert!(topic_names(&list).contains(&"kt".to_owned()), "{list}");
-    let d = json(bs, &["topic", "describe", "kt"]);
+    // Kafka's leader serves ListOffsets a moment after the topic is in Metadata (until then
+    // `describe` reports the partition's error with null offsets): poll until it does.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let d = loop {
+        let d = json(bs, &["topic", "describe", "kt"]);
+        let ready = d["partitions"]
+            .as_array()
+            .is_some_and(|ps| ps.iter().all(|p| !p["log_start_offset"].is_null()));
+        if ready || std::time::Instant::now() > deadline {
+            break d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
     assert_eq!(d["partition_count"], 2);
     assert_eq!(d["configs"]["retention.ms"], "7200000");
     let node = json(bs, &["cluster", "info"])["brokers"][0]["id"].clone();
