@@ -5,8 +5,9 @@
 #
 #   ./bench/metrics/run.sh [--quick] [--records N] [--passes N] [--rounds N] [--json FILE]
 #
-# (full: 300,000 records of 1 KiB, 3 fetch passes, 5 rounds; --quick: 30,000 records, 1 pass,
-# 2 rounds, a smoke run whose figures mean nothing). Steps:
+# (full: 1,000,000 records of 1 KiB, 5 fetch passes, 15 rounds, about 3 minutes once built;
+# --quick: 30,000 records, 1 pass, 2 rounds, a smoke run whose figures mean nothing). Raw
+# results of the runs in docs/performance.md are in bench/metrics/results/. Steps:
 # 1. two release builds of the same tree, in the shared target dir (only skiff-server and
 #    the binary are rebuilt between them; about 13 min from cold on 2 cores):
 #    "off" = `cargo build --release --locked -p skiff --bin skiff --features
