@@ -21,24 +21,19 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skiff_compat::{Broker, BrokerBuilder, KafkaNode, Output, run};
+use skiff_compat::{Broker, BrokerBuilder, KafkaNode, Output};
+
+mod cli_common;
 use skiff_protocol::FindCoordinatorRequest;
 use skiff_testkit::client::Conn;
 use skiff_testkit::cluster::{Cluster, batch};
-use skiff_testkit::process::{free_port, skiff_binary};
+use skiff_testkit::process::free_port;
 
-/// Runs `skiff ARGS --brokers BOOTSTRAP` to completion (30 s at most).
+/// Runs `skiff ARGS --brokers BOOTSTRAP` to completion (at most [`cli_common::DEADLINE`]).
 fn skiff(bootstrap: &str, args: &[&str]) -> Output {
-    let mut cmd = Command::new(skiff_binary());
-    cmd.args(args)
-        .args(["--brokers", bootstrap, "--timeout-ms", "5000"]);
-    run(
-        &mut cmd,
-        b"",
-        Duration::from_secs(30),
-        &format!("skiff {}", args.join(" ")),
-        "cargo build -p skiff",
-    )
+    let mut all = args.to_vec();
+    all.extend(["--brokers", bootstrap, "--timeout-ms", "5000"]);
+    cli_common::skiff(&all, b"")
 }
 
 fn code(o: &Output) -> i32 {

@@ -18,89 +18,19 @@
 //! `cli_data/stream.rs`: read_committed over confluent-kafka transactions, and `--follow`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cli_common;
 #[path = "cli_data/stream.rs"]
 mod stream;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use skiff_compat::broker::skiff_binary;
-use skiff_compat::{
-    Broker, KafkaNode, Output, Python, python, python_background, read_batches, run,
+use skiff_compat::{Broker, KafkaNode, Python, python, python_background, read_batches};
+
+use cli_common::{
+    consume_json, create_topic, kafka_available, skiff, skiff_json, skiff_ok, stock_read,
 };
-
-const DEADLINE: Duration = Duration::from_secs(45);
-
-/// Runs the `skiff` binary with `args` and `stdin`.
-fn skiff(args: &[&str], stdin: &[u8]) -> Output {
-    let mut cmd = Command::new(skiff_binary());
-    cmd.args(args);
-    run(
-        &mut cmd,
-        stdin,
-        DEADLINE,
-        &format!("skiff {}", args.join(" ")),
-        "build it with `cargo build -p skiff`",
-    )
-}
-
-/// Runs `skiff ARGS` and asserts it exited 0.
-fn skiff_ok(args: &[&str], stdin: &[u8]) -> Output {
-    let out = skiff(args, stdin);
-    out.assert_success(&format!("skiff {}", args.join(" ")));
-    out
-}
-
-/// `skiff ARGS --format json`: its one JSON document.
-fn skiff_json(args: &[&str]) -> Value {
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--format", "json"]);
-    let out = skiff_ok(&all, b"");
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("skiff {args:?}: not JSON ({e}):\n{}", out.stdout))
-}
-
-/// `skiff consume ARGS --format json`: its JSON lines.
-fn consume_json(args: &[&str]) -> Vec<Value> {
-    let mut all = vec!["consume"];
-    all.extend_from_slice(args);
-    all.extend(["--format", "json"]);
-    let out = skiff_ok(&all, b"");
-    out.stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
-    let r = python(
-        Python::PyPi,
-        "ck.py",
-        "admin_create",
-        &json!({"bootstrap": bootstrap, "topics": [{"name": name, "partitions": partitions}]}),
-    );
-    assert_eq!(r["results"][name], Value::Null, "creating {name}: {r}");
-}
-
-/// Reads every record of `topic` (partitions `0..partitions`) with confluent-kafka.
-fn stock_read(bootstrap: &str, topic: &str, partitions: i32) -> Vec<Value> {
-    let assign: Vec<Value> = (0..partitions).map(|p| json!([p, -2])).collect();
-    let r = python(
-        Python::PyPi,
-        "ck.py",
-        "consume",
-        &json!({"bootstrap": bootstrap, "topic": topic, "assign": assign}),
-    );
-    assert_eq!(
-        r["eof"],
-        json!(true),
-        "stock consumer did not reach the end: {r}"
-    );
-    assert_eq!(r["errors"], json!([]), "{r}");
-    r["messages"].as_array().cloned().unwrap_or_default()
-}
 
 /// Produces `lines` keyed `key-i:value-i` with two headers through `skiff produce`; checks
 /// what a stock client reads and returns `key -> partition` as skiff placed them.
@@ -702,26 +632,6 @@ fn live_member_is_described_and_protected(bs: &str, group: &str, config: Value) 
     );
     member.send_line("");
     drop(member);
-}
-
-/// Whether the pinned Apache Kafka of `scripts/kafka-reference.sh` can run here.
-fn kafka_available() -> bool {
-    let root = skiff_compat::repo_root();
-    let fetched = std::fs::read_dir(root.join("target/kafka-ref"))
-        .map(|d| {
-            d.flatten()
-                .any(|e| e.path().join("libs/.complete").exists())
-        })
-        .unwrap_or(false);
-    let mvn = Command::new("mvn")
-        .arg("-v")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let java = Command::new("java")
-        .arg("-version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    java && (fetched || mvn)
 }
 
 #[test]

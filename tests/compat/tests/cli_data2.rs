@@ -18,63 +18,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use skiff_compat::broker::skiff_binary;
-use skiff_compat::{Broker, KafkaNode, Output, Python, python, python_background, run};
+use skiff_compat::{Broker, KafkaNode, Python, python_background};
 
-const DEADLINE: Duration = Duration::from_secs(45);
-
-fn skiff(args: &[&str], stdin: &[u8]) -> Output {
-    let mut cmd = Command::new(skiff_binary());
-    cmd.args(args);
-    run(
-        &mut cmd,
-        stdin,
-        DEADLINE,
-        &format!("skiff {}", args.join(" ")),
-        "build it with `cargo build -p skiff`",
-    )
-}
-
-fn skiff_ok(args: &[&str], stdin: &[u8]) -> Output {
-    let out = skiff(args, stdin);
-    out.assert_success(&format!("skiff {}", args.join(" ")));
-    out
-}
-
-fn skiff_json(args: &[&str]) -> Value {
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--format", "json"]);
-    let out = skiff_ok(&all, b"");
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("skiff {args:?}: not JSON ({e}):\n{}", out.stdout))
-}
-
-fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
-    let r = python(
-        Python::PyPi,
-        "ck.py",
-        "admin_create",
-        &json!({"bootstrap": bootstrap, "topics": [{"name": name, "partitions": partitions}]}),
-    );
-    assert_eq!(r["results"][name], Value::Null, "creating {name}: {r}");
-}
-
-/// Every record of `topic` as confluent-kafka reads it.
-fn stock_read(bootstrap: &str, topic: &str, partitions: i32) -> Vec<Value> {
-    let assign: Vec<Value> = (0..partitions).map(|p| json!([p, -2])).collect();
-    let r = python(
-        Python::PyPi,
-        "ck.py",
-        "consume",
-        &json!({"bootstrap": bootstrap, "topic": topic, "assign": assign}),
-    );
-    assert_eq!(
-        r["eof"],
-        json!(true),
-        "stock consumer did not reach the end: {r}"
-    );
-    assert_eq!(r["errors"], json!([]), "{r}");
-    r["messages"].as_array().cloned().unwrap_or_default()
-}
+mod cli_common;
+use cli_common::{create_topic, kafka_available, skiff, skiff_json, skiff_ok, stock_read};
 
 /// `(partition, key, value, headers)` of stock-read messages, sorted by partition and offset.
 fn summary(msgs: &[Value]) -> Vec<(i64, Value, Value, Value)> {
@@ -329,24 +276,6 @@ fn cli_data2_against_apache_kafka() {
     let bs = k.bootstrap();
     group_sharing(&bs, "k-shared", "k-g-shared");
     seek_shift(&bs, "k-s", "k-g-shift");
-}
-
-/// Whether the pinned Apache Kafka of `scripts/kafka-reference.sh` can run here.
-fn kafka_available() -> bool {
-    let root = skiff_compat::repo_root();
-    let fetched = std::fs::read_dir(root.join("target/kafka-ref"))
-        .map(|d| {
-            d.flatten()
-                .any(|e| e.path().join("libs/.complete").exists())
-        })
-        .unwrap_or(false);
-    let ok = |cmd: &str, arg: &str| {
-        Command::new(cmd)
-            .arg(arg)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    ok("java", "-version") && (fetched || ok("mvn", "-v"))
 }
 
 /// The CLI and a confluent-kafka member in one group of a 4-partition topic, each leading once.

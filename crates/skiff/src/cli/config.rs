@@ -21,7 +21,7 @@ use skiff_protocol::{
 
 use super::client::{Cluster, Conn, call_as};
 use super::output::{emit, table};
-use super::topic::{kafka_error, parse_kv};
+use super::topic::{kafka_check, parse_kv};
 use super::{CliError, CliResult, ClientArgs};
 
 /// Kafka's ConfigResource type of a topic.
@@ -156,14 +156,12 @@ pub fn describe_configs(
             "describing the configs of {what}: no result"
         )));
     };
-    if let Some(e) = kafka_error(
+    kafka_check(
         format!("describing the configs of {what}"),
         name,
         r.error_code,
         r.error_message,
-    ) {
-        return Err(e);
-    }
+    )?;
     let mut out: Vec<ConfigEntry> = r
         .configs
         .into_iter()
@@ -234,14 +232,12 @@ pub fn alter_configs(
     let response = call_as!(conn, request, IncrementalAlterConfigs)?;
     let what = describe_target(resource_type, name);
     for r in response.responses {
-        if let Some(e) = kafka_error(
+        kafka_check(
             format!("altering the configs of {what}"),
             name,
             r.error_code,
             r.error_message,
-        ) {
-            return Err(e);
-        }
+        )?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use skiff_compat::broker::skiff_binary;
 use skiff_compat::{Broker, Python, python};
 
-use super::{consume_json, create_topic, skiff_ok};
+use super::cli_common::{consume_json, create_topic, skiff_ok};
 
 #[test]
 fn cli_data_consume_read_committed_skips_aborted_transactions() {

@@ -519,7 +519,9 @@ pub fn decode_assignment(blob: &Bytes) -> Option<BTreeMap<String, Vec<i32>>> {
     )
 }
 
-fn split_version(blob: &Bytes) -> Option<(i16, Bytes)> {
+/// A `consumer` protocol blob's leading version and the body after it; `None` when the blob
+/// is shorter than the version or the version is negative (not a `consumer` protocol blob).
+pub(crate) fn split_version(blob: &Bytes) -> Option<(i16, Bytes)> {
     if blob.len() < 2 {
         return None;
     }

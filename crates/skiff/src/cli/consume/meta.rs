@@ -127,7 +127,75 @@ pub struct OffsetAnswer {
     pub timestamp: i64,
 }
 
-/// ListOffsets for `(partition, timestamp)` pairs of `topic`, one request per leader.
+/// One ListOffsets request to `leader` for `(partition, timestamp)` pairs of `topic`: each
+/// asked partition's answer, or its own error (a partition the leader left out is an error
+/// too). `Err` only when the request itself failed (connection, protocol). This is the one
+/// place the CLI builds ListOffsets; callers decide whether a partition error is fatal
+/// ([`list_offsets`]) or shown next to the partition (`topic describe`).
+/// `isolation`: 0 read_uncommitted, 1 read_committed (LATEST is then the LSO).
+pub fn list_offsets_at(
+    cluster: &mut Cluster,
+    leader: i32,
+    topic: &str,
+    specs: &[(i32, i64)],
+    isolation: i8,
+) -> Result<BTreeMap<i32, Result<OffsetAnswer, CliError>>, CliError> {
+    let timeout_ms = i32::try_from(cluster.timeout().as_millis()).unwrap_or(i32::MAX);
+    let conn = cluster.node(leader)?;
+    let v10 = conn.version(ApiKey::ListOffsets).is_some_and(|v| v >= 10);
+    let request = ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: isolation,
+        timeout_ms: if v10 { timeout_ms } else { 0 },
+        topics: vec![ListOffsetsTopic {
+            name: topic.to_owned(),
+            partitions: specs
+                .iter()
+                .map(|&(partition_index, timestamp)| ListOffsetsPartition {
+                    partition_index,
+                    timestamp,
+                    ..Default::default()
+                })
+                .collect(),
+        }],
+    };
+    let response = call_as!(conn, request, ListOffsets)?;
+    let mut answered = BTreeMap::new();
+    for p in response
+        .topics
+        .into_iter()
+        .filter(|t| t.name == topic)
+        .flat_map(|t| t.partitions)
+    {
+        let context = format!(
+            "listing offsets of {topic}-{} at leader {leader}",
+            p.partition_index
+        );
+        let answer = match CliError::from_code(context, p.error_code, None) {
+            Some(e) => Err(e),
+            None => Ok(OffsetAnswer {
+                offset: p.offset,
+                timestamp: p.timestamp,
+            }),
+        };
+        answered.insert(p.partition_index, answer);
+    }
+    Ok(specs
+        .iter()
+        .map(|&(p, _)| {
+            let answer = answered.remove(&p).unwrap_or_else(|| {
+                Err(CliError::Other(format!(
+                    "ListOffsets: leader {leader} answered nothing for {topic}-{p} \
+                     (retry; see `skiff topic describe {topic}`)"
+                )))
+            });
+            (p, answer)
+        })
+        .collect())
+}
+
+/// ListOffsets for `(partition, timestamp)` pairs of `topic`, one request per leader; the
+/// first partition error fails the whole lookup.
 /// `isolation`: 0 read_uncommitted, 1 read_committed (LATEST is then the LSO).
 pub fn list_offsets(
     cluster: &mut Cluster,
@@ -136,50 +204,14 @@ pub fn list_offsets(
     isolation: i8,
 ) -> Result<BTreeMap<i32, OffsetAnswer>, CliError> {
     let wanted: BTreeMap<i32, i64> = specs.iter().copied().collect();
-    let timeout_ms = i32::try_from(cluster.timeout().as_millis()).unwrap_or(i32::MAX);
     let mut out = BTreeMap::new();
     for (leader, parts) in by_leader(topic, wanted.keys().copied())? {
-        let conn = cluster.node(leader)?;
-        let v10 = conn.version(ApiKey::ListOffsets).is_some_and(|v| v >= 10);
-        let request = ListOffsetsRequest {
-            replica_id: -1,
-            isolation_level: isolation,
-            timeout_ms: if v10 { timeout_ms } else { 0 },
-            topics: vec![ListOffsetsTopic {
-                name: topic.name.clone(),
-                partitions: parts
-                    .iter()
-                    .map(|p| ListOffsetsPartition {
-                        partition_index: *p,
-                        timestamp: wanted.get(p).copied().unwrap_or(LATEST),
-                        ..Default::default()
-                    })
-                    .collect(),
-            }],
-        };
-        let response = call_as!(conn, request, ListOffsets)?;
-        for t in response.topics {
-            for p in t.partitions {
-                let context = format!("listing offsets of {}-{}", topic.name, p.partition_index);
-                if let Some(e) = CliError::from_code(context, p.error_code, None) {
-                    return Err(e);
-                }
-                out.insert(
-                    p.partition_index,
-                    OffsetAnswer {
-                        offset: p.offset,
-                        timestamp: p.timestamp,
-                    },
-                );
-            }
-        }
-    }
-    for p in wanted.keys() {
-        if !out.contains_key(p) {
-            return Err(CliError::Other(format!(
-                "ListOffsets answered nothing for {}-{p}",
-                topic.name
-            )));
+        let specs: Vec<(i32, i64)> = parts
+            .iter()
+            .map(|p| (*p, wanted.get(p).copied().unwrap_or(LATEST)))
+            .collect();
+        for (p, answer) in list_offsets_at(cluster, leader, &topic.name, &specs, isolation)? {
+            out.insert(p, answer?);
         }
     }
     Ok(out)

@@ -70,14 +70,9 @@ pub struct GroupDescription {
 
 /// A `consumer` protocol assignment blob by topic; empty for an empty or foreign blob.
 pub fn decode_assignment(blob: &Bytes) -> Vec<TopicAssignment> {
-    if blob.len() < 2 {
+    let Some((version, mut buf)) = crate::cli::consume::member::split_version(blob) else {
         return Vec::new();
-    }
-    let version = i16::from_be_bytes([blob[0], blob[1]]);
-    if version < 0 {
-        return Vec::new();
-    }
-    let mut buf = blob.slice(2..);
+    };
     let max = <ConsumerProtocolAssignment as Codec>::MAX_VERSION;
     let Ok(a) = ConsumerProtocolAssignment::decode(&mut buf, version.min(max)) else {
         return Vec::new();

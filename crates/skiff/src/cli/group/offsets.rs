@@ -94,39 +94,24 @@ pub fn fetch_committed(
             }
         };
         let r = call_as!(conn, request, OffsetFetch)?;
+        // v8+ answers per group, older versions at the top level: the same fields in two
+        // generated types, flattened by one macro.
+        macro_rules! flat_rows {
+            ($topics:expr) => {
+                $topics
+                    .iter()
+                    .flat_map(|t| {
+                        t.partitions.iter().map(|p| {
+                            let name = t.name.clone();
+                            (name, p.partition_index, p.committed_offset, p.error_code)
+                        })
+                    })
+                    .collect()
+            };
+        }
         let (code, rows): (i16, Vec<(String, i32, i64, i16)>) = match r.groups.first() {
-            Some(g) => (
-                g.error_code,
-                g.topics
-                    .iter()
-                    .flat_map(|t| {
-                        t.partitions.iter().map(|p| {
-                            (
-                                t.name.clone(),
-                                p.partition_index,
-                                p.committed_offset,
-                                p.error_code,
-                            )
-                        })
-                    })
-                    .collect(),
-            ),
-            None => (
-                r.error_code,
-                r.topics
-                    .iter()
-                    .flat_map(|t| {
-                        t.partitions.iter().map(|p| {
-                            (
-                                t.name.clone(),
-                                p.partition_index,
-                                p.committed_offset,
-                                p.error_code,
-                            )
-                        })
-                    })
-                    .collect(),
-            ),
+            Some(g) => (g.error_code, flat_rows!(g.topics)),
+            None => (r.error_code, flat_rows!(r.topics)),
         };
         if coordinator_retriable(code) && attempt < COORDINATOR_RETRIES {
             attempt += 1;

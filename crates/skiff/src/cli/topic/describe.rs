@@ -1,6 +1,7 @@
 //! `skiff topic describe NAME`: the topic's config overrides (DescribeConfigs, source
 //! DYNAMIC_TOPIC_CONFIG) and, per partition, leader, replicas, ISR, offline replicas, log start
-//! offset and high watermark (ListOffsets earliest and latest, one request each per leader).
+//! offset and high watermark (ListOffsets earliest and latest, one request each per leader,
+//! built by [`meta::list_offsets_at`] like every other ListOffsets of the CLI).
 //!
 //! Mental model: Metadata gives the partitions and their leaders; the offsets come from the
 //! leaders themselves (what a consumer would be told). A partition without a leader, or whose
@@ -8,19 +9,18 @@
 //! succeeds, because describing a sick topic is what the command is for.
 //! Invariants: partitions are listed in index order; an unknown topic is an error (exit 1).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use skiff_protocol::{
-    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic, MetadataResponseTopic,
-};
+use skiff_protocol::MetadataResponseTopic;
 
-use super::super::client::{Cluster, call_as};
+use super::super::client::Cluster;
 use super::super::config::{RESOURCE_TOPIC, describe_configs};
+use super::super::consume::meta;
 use super::super::output::{emit, table};
 use super::super::{CliError, CliResult, ClientArgs};
-use super::kafka_error;
+use super::kafka_check;
 
 /// One partition as `topic describe` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -73,61 +73,36 @@ pub(crate) fn partitions_of(t: &MetadataResponseTopic) -> Vec<PartitionInfo> {
     v
 }
 
-/// Fills `log_start_offset` and `high_watermark` of `partitions` from their leaders.
+/// Fills `log_start_offset` and `high_watermark` of `partitions` from their leaders
+/// (ListOffsets earliest and latest through [`meta::list_offsets_at`]); a failure is kept in
+/// the partition's `error` instead of failing the command.
 pub(crate) fn fill_offsets(cluster: &mut Cluster, topic: &str, partitions: &mut [PartitionInfo]) {
-    let mut by_leader: HashMap<i32, Vec<usize>> = HashMap::new();
-    for (i, p) in partitions.iter().enumerate() {
+    let mut by_leader: BTreeMap<i32, Vec<(i32, i64)>> = BTreeMap::new();
+    for p in partitions.iter() {
         if let Some(l) = p.leader {
-            by_leader.entry(l).or_default().push(i);
+            by_leader.entry(l).or_default().push((p.partition, 0));
         }
     }
-    for (leader, idx) in by_leader {
-        for timestamp in [-2_i64, -1] {
-            let request = ListOffsetsRequest {
-                replica_id: -1,
-                isolation_level: 0,
-                topics: vec![ListOffsetsTopic {
-                    name: topic.into(),
-                    partitions: idx
-                        .iter()
-                        .map(|&i| ListOffsetsPartition {
-                            partition_index: partitions[i].partition,
-                            current_leader_epoch: -1,
-                            timestamp,
-                        })
-                        .collect(),
-                }],
-                timeout_ms: 0,
-            };
-            let answer = cluster
-                .node(leader)
-                .and_then(|conn| call_as!(conn, request, ListOffsets));
-            let response = match answer {
-                Ok(r) => r,
+    for (leader, specs) in by_leader {
+        for timestamp in [meta::EARLIEST, meta::LATEST] {
+            let specs: Vec<(i32, i64)> = specs.iter().map(|&(p, _)| (p, timestamp)).collect();
+            let answers = match meta::list_offsets_at(cluster, leader, topic, &specs, 0) {
+                Ok(a) => a,
                 Err(e) => {
-                    for &i in &idx {
-                        partitions[i].error = Some(format!("leader {leader}: {e}"));
+                    for info in partitions.iter_mut().filter(|x| x.leader == Some(leader)) {
+                        info.error = Some(format!("leader {leader}: {e}"));
                     }
                     continue;
                 }
             };
-            for p in response.topics.iter().flat_map(|t| &t.partitions) {
-                let Some(info) = partitions
-                    .iter_mut()
-                    .find(|x| x.partition == p.partition_index)
-                else {
+            for (partition, answer) in answers {
+                let Some(info) = partitions.iter_mut().find(|x| x.partition == partition) else {
                     continue;
                 };
-                if let Some(e) = CliError::from_code(
-                    format!("ListOffsets from leader {leader}"),
-                    p.error_code,
-                    None,
-                ) {
-                    info.error = Some(e.to_string());
-                } else if timestamp == -2 {
-                    info.log_start_offset = Some(p.offset);
-                } else {
-                    info.high_watermark = Some(p.offset);
+                match answer {
+                    Err(e) => info.error = Some(e.to_string()),
+                    Ok(a) if timestamp == meta::EARLIEST => info.log_start_offset = Some(a.offset),
+                    Ok(a) => info.high_watermark = Some(a.offset),
                 }
             }
         }
@@ -142,9 +117,7 @@ pub(super) fn run(args: &ClientArgs, name: &str) -> CliResult {
             "describing topic {name}: the broker answered no such topic (see `skiff topic list`)"
         )));
     };
-    if let Some(e) = kafka_error(format!("describing topic {name}"), name, t.error_code, None) {
-        return Err(e);
-    }
+    kafka_check(format!("describing topic {name}"), name, t.error_code, None)?;
     let mut partitions = partitions_of(t);
     fill_offsets(&mut cluster, name, &mut partitions);
     let configs = describe_configs(cluster.any(), RESOURCE_TOPIC, name, None)?

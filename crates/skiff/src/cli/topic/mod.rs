@@ -198,6 +198,16 @@ pub(crate) fn kafka_error(
     CliError::from_code(context, code, message)
 }
 
+/// [`kafka_error`] as a `Result`: `Ok` for code 0, so a caller writes `kafka_check(..)?`.
+pub(crate) fn kafka_check(
+    context: String,
+    subject: &str,
+    code: i16,
+    message: Option<String>,
+) -> Result<(), CliError> {
+    kafka_error(context, subject, code, message).map_or(Ok(()), Err)
+}
+
 /// `KEY=VALUE` split at the first `=`.
 pub(crate) fn parse_kv(s: &str) -> Result<(String, String), CliError> {
     match s.split_once('=') {
@@ -255,14 +265,12 @@ fn create(
             "creating topic {name}: the broker answered no result for it"
         )));
     };
-    if let Some(e) = kafka_error(
+    kafka_check(
         format!("creating topic {name}"),
         name,
         t.error_code,
         t.error_message,
-    ) {
-        return Err(e);
-    }
+    )?;
     // Versions before 5 do not echo the counts: what was asked for.
     let (mut parts, mut rf) = (t.num_partitions, t.replication_factor);
     if parts <= 0 {

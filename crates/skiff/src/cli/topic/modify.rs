@@ -22,7 +22,7 @@ use super::super::client::{Cluster, call_as};
 use super::super::config::{RESOURCE_TOPIC, alter_configs};
 use super::super::output::{emit, table};
 use super::super::{CliError, CliResult, ClientArgs};
-use super::{kafka_error, parse_kv, timeout_ms};
+use super::{kafka_check, kafka_error, parse_kv, timeout_ms};
 
 /// The result of `topic alter-config` (and `config set`).
 #[derive(Debug, Serialize)]
@@ -94,9 +94,7 @@ pub(super) fn add_partitions(
     let m = cluster.metadata(Some(&[name.to_owned()]))?;
     let t = m.topics.iter().find(|t| t.name.as_deref() == Some(name));
     let code = t.map_or(3, |t| t.error_code);
-    if let Some(e) = kafka_error(format!("growing topic {name}"), name, code, None) {
-        return Err(e);
-    }
+    kafka_check(format!("growing topic {name}"), name, code, None)?;
     let previous = t.map_or(0, |t| t.partitions.len());
     if usize::try_from(total).is_ok_and(|n| n == previous) {
         return Err(CliError::Usage(format!(
@@ -114,14 +112,12 @@ pub(super) fn add_partitions(
     };
     let response = call_as!(cluster.any(), request, CreatePartitions)?;
     for r in response.results {
-        if let Some(e) = kafka_error(
+        kafka_check(
             format!("growing topic {name} to {total} partitions"),
             name,
             r.error_code,
             r.error_message,
-        ) {
-            return Err(e);
-        }
+        )?;
     }
     let grown = Grown {
         name: name.into(),
@@ -179,9 +175,7 @@ pub(super) fn trim(
     let m = cluster.metadata(Some(&[name.to_owned()]))?;
     let t = m.topics.iter().find(|t| t.name.as_deref() == Some(name));
     let code = t.map_or(3, |t| t.error_code);
-    if let Some(e) = kafka_error(format!("trimming topic {name}"), name, code, None) {
-        return Err(e);
-    }
+    kafka_check(format!("trimming topic {name}"), name, code, None)?;
     let mut by_leader: HashMap<i32, Vec<i32>> = HashMap::new();
     let mut errors = Vec::new();
     for p in t.map(|t| t.partitions.as_slice()).unwrap_or_default() {
