@@ -19,7 +19,11 @@ scrape is outside it) to check the counters saw the load.
 
 Output: one line per measurement, then per variant and phase median [min-max] of
 CPU-ms/MB, the ratio on/off of the medians, the per-round ratios, and `uptime` before and
-after. Target: on/off under 1.02 for produce and for fetch. --json FILE keeps every line.
+after. With --cost (the release micro-benchmark's `metrics_cost:` lines, crates/server/src/
+metrics/cost.rs: the recording work of one request in ns), also the metrics share of the
+"on" broker's CPU: ns/request x requests/MB (from the "on" broker's own request counters in
+this run) / CPU-ns/MB, and its bound (the slowest micro-benchmark run, the most requests per
+MB, the smallest CPU per MB). That share resolves 2% where the on/off ratios cannot. Target: on/off under 1.02 for produce and for fetch. --json FILE keeps every line.
 """
 
 import argparse
@@ -98,19 +102,34 @@ def settle(pid, quiet_ms=15.0, limit_s=10.0):
             return
 
 
-def scrape_bytes_in(admin, topic):
+def scrape(admin):
     try:
         with urllib.request.urlopen("http://%s/metrics" % admin, timeout=10) as r:
-            text = r.read().decode()
+            return r.read().decode()
     except urllib.error.HTTPError as e:
         if e.code == 404:  # compiled out
             return None
         raise
+
+
+def scrape_bytes_in(admin, topic):
+    text = scrape(admin)
+    if text is None:
+        return None
     want = 'skiff_topic_bytes_in_total{topic="%s"} ' % topic
     for line in text.splitlines():
         if line.startswith(want):
             return float(line[len(want):])
     return None
+
+
+def sample_sum(text, name, label):
+    """The sum of `name`'s samples whose labels contain `label` (e.g. 'api="Produce"')."""
+    total = 0.0
+    for line in (text or "").splitlines():
+        if line.startswith(name + "{") and label in line.split("}", 1)[0]:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 def measure(args, variant, binary, rnd):
@@ -124,9 +143,11 @@ def measure(args, variant, binary, rnd):
                    "--records", args.records, "--record-bytes", 1024, "--batch-size", 16384,
                    "--max-in-flight", 5, "--broker-pid", proc.pid), "produce: ")
         settle(proc.pid)
+        after_produce = scrape(admin)
         f = kv(gen(args, "fetch", "--bootstrap", bind, "--topic", topic,
                    "--passes", args.passes, "--broker-pid", proc.pid), "fetch: ")
         seen = scrape_bytes_in(admin, topic)
+        after_fetch = scrape(admin)
         if variant == "on" and not seen:
             sys.exit("the on variant's /metrics did not count the produce")
         if variant == "off" and seen is not None:
@@ -140,6 +161,18 @@ def measure(args, variant, binary, rnd):
             "fetch_sched_ms_per_mb": float(f.get("broker_sched_ms_per_mb", "nan")),
             "fetch_mb_per_s": float(f["mb_per_s"]),
         }
+        if after_fetch is not None:
+            # Requests per MB of this run's load, from the broker's own counters (the MB as
+            # the CPU-ms/MB figures count them: values produced, batch bytes fetched).
+            req = 'skiff_requests_total'
+            produced_mb = args.records * 1024 / 1e6
+            fetched_mb = sample_sum(after_fetch, "skiff_topic_bytes_out_total",
+                                    'topic="%s"' % topic) / 1e6
+            out["produce_requests_per_mb"] = sample_sum(
+                after_produce, req, 'api="Produce"') / produced_mb
+            fetches = (sample_sum(after_fetch, req, 'api="Fetch"')
+                       - sample_sum(after_produce, req, 'api="Fetch"'))
+            out["fetch_requests_per_mb"] = fetches / fetched_mb if fetched_mb else float("nan")
         print("round=%d variant=%s produce_cpu_ms_per_mb=%.4f produce_sched_ms_per_mb=%.4f "
               "produce_mb_per_s=%.1f fetch_cpu_ms_per_mb=%.4f fetch_sched_ms_per_mb=%.4f "
               "fetch_mb_per_s=%.1f" % (
@@ -177,6 +210,41 @@ def report(results, rounds):
             key, med["on"] / med["off"], " ".join("%.3f" % x for x in per_round)))
 
 
+def metrics_share(results, cost):
+    """The recording cost as a share of the "on" broker's CPU per MB: ns per request (the
+    micro-benchmark's min; its max for the bound) x requests per MB (this run's counts) /
+    CPU-ns per MB (the median; the smallest measurement for the bound)."""
+    on = [r for r in results if r["variant"] == "on" and "produce_requests_per_mb" in r]
+    if not on or not cost:
+        return
+    for phase in ("produce", "fetch"):
+        if phase not in cost:
+            continue
+        ns_min, ns_max = cost[phase]
+        rpm = statistics.median(r["%s_requests_per_mb" % phase] for r in on)
+        cpu = [r["%s_cpu_ms_per_mb" % phase] * 1e6 for r in on]
+        share = ns_min * rpm / statistics.median(cpu)
+        bound = ns_max * max(r["%s_requests_per_mb" % phase] for r in on) / min(cpu)
+        print("%-24s metrics share of CPU %.3f%% (bound %.3f%%): %.1f-%.1f ns/request x "
+              "%.2f requests/MB / %.4f CPU-ms/MB (median on)" % (
+                  phase + "_metrics_share", 100 * share, 100 * bound, ns_min, ns_max, rpm,
+                  statistics.median(cpu) / 1e6))
+
+
+def parse_cost(path):
+    """`metrics_cost: api=X ns_per_request_min=A ns_per_request_max=B` lines."""
+    cost = {}
+    if not path:
+        return cost
+    with open(path) as f:
+        for line in f:
+            if line.startswith("metrics_cost: "):
+                w = dict(x.split("=", 1) for x in line.split()[1:] if "=" in x)
+                cost[w["api"]] = (float(w["ns_per_request_min"]),
+                                  float(w["ns_per_request_max"]))
+    return cost
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--on", required=True, help="skiff binary with metrics")
@@ -186,6 +254,7 @@ def main():
     ap.add_argument("--passes", type=int, default=5, help="catch-up fetch passes")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--json")
+    ap.add_argument("--cost", help="the micro-benchmark's output (metrics_cost: lines)")
     args = ap.parse_args()
     print("uptime before: %s" % uptime(), flush=True)
     results = []
@@ -196,6 +265,11 @@ def main():
         for variant, binary in order:
             results.append(measure(args, variant, binary, rnd))
     report(results, args.rounds)
+    cost = parse_cost(args.cost)
+    for phase, (lo, hi) in sorted(cost.items()):
+        print("%-24s recording %.1f ns/request (max of runs %.1f)" % (
+            phase + "_metrics_cost", lo, hi))
+    metrics_share(results, cost)
     print("uptime after: %s" % uptime())
     if args.json:
         with open(args.json, "w") as f:

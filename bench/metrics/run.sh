@@ -15,8 +15,13 @@
 #    "on" = the default build, plus skiff-bench; both binaries are copied to
 #    /tmp/skiff-metrics-bench-bin-<pid>/ (target/release/skiff is left the "on" build).
 #    METRICS_ON_BIN, METRICS_OFF_BIN and METRICS_GEN_BIN=PATH measure prebuilt binaries.
-# 2. bench/metrics/metrics_bench.py (its docstring says what is measured): the broker on
-#    core 1, the generator on core 0 (taskset), a fresh broker and data dir per measurement.
+# 2. the release micro-benchmark of the recording work of one Produce and one Fetch request
+#    (crates/server/src/metrics/cost.rs, an ignored test: ns per request, min and max of 9
+#    runs of 200,000), printed as `metrics_cost:` lines;
+# 3. bench/metrics/metrics_bench.py (its docstring says what is measured): the broker on
+#    core 1, the generator on core 0 (taskset), a fresh broker and data dir per measurement;
+#    it ends with the metrics share of the broker's CPU (step 2's ns x this run's requests
+#    per MB / CPU per MB) beside the on/off ratios.
 # Check `uptime` first: the figures only mean something on a quiet machine.
 set -euo pipefail
 
@@ -53,6 +58,10 @@ if [ -z "$on" ] || [ -z "$gen" ]; then
     gen="${gen:-$ROOT/target/release/skiff-bench}"
 fi
 
+log "the recording micro-benchmark (release; crates/server/src/metrics/cost.rs)"
+cargo test --release --locked -q -p skiff-server --lib metrics::cost::tests::metrics_cost_per_request \
+    -- --ignored --nocapture --test-threads 1 | grep '^metrics_cost: ' | tee "$bin_dir/cost.txt" >&2
+
 rev="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 log "metrics on vs off, tree at $rev; on=$on (sha256 $(sha256sum "$on" | cut -c1-16)), off=$off (sha256 $(sha256sum "$off" | cut -c1-16))"
-python3 -B "$ROOT/bench/metrics/metrics_bench.py" --on "$on" --off "$off" --gen "$gen" "${args[@]}"
+python3 -B "$ROOT/bench/metrics/metrics_bench.py" --on "$on" --off "$off" --gen "$gen" --cost "$bin_dir/cost.txt" "${args[@]}"

@@ -21,6 +21,17 @@ use skiff_testkit::{Conn, wait_until};
 
 const TOPIC: &str = "rep";
 
+/// Issue 20: the value of the unlabelled series `name` on node `i`'s `/metrics` (admin port).
+fn scraped(c: &Cluster, i: usize, name: &str) -> Option<f64> {
+    let admin = c.nodes[i].admin_port().expect("admin port on");
+    let text = ureq::get(format!("http://127.0.0.1:{admin}/metrics"))
+        .call()
+        .and_then(|mut r| r.body_mut().read_to_string())
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// (leader, replicas, isr) of partition 0 of [`TOPIC`] in node `i`'s Metadata (leader -1
 /// and nothing else while the node does not list it yet).
 fn registration(c: &Cluster, i: usize) -> (i32, Vec<i32>, Vec<i32>) {
@@ -297,6 +308,11 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
         stats["replication"]["under_min_isr_partitions"], 1,
         "{stats}"
     );
+    // Issue 20: the leader counted the committed shrink.
+    assert!(
+        scraped(&c, l, "skiff_isr_shrinks_total").is_some_and(|n| n >= 1.0),
+        "skiff_isr_shrinks_total on the leader after the shrink"
+    );
     assert_eq!(
         stats["replication"]["under_replicated_partitions"], 1,
         "{stats}"
@@ -317,6 +333,10 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
     assert_eq!(
         stats["replication"]["under_replicated_partitions"], 0,
         "{stats}"
+    );
+    assert!(
+        scraped(&c, l, "skiff_isr_expands_total").is_some_and(|n| n >= 1.0),
+        "skiff_isr_expands_total on the leader after the follower rejoined"
     );
     eprintln!("phase follower resumed, ISR whole: {:?}", t.elapsed());
 

@@ -22,6 +22,7 @@ pub mod config;
 pub mod delivery;
 pub mod dir_lock;
 pub mod error;
+pub mod flush_times;
 pub mod integrity;
 pub mod leader_epoch;
 pub mod log;

@@ -74,7 +74,7 @@ impl SyncState {
             let cur = self.current.lock();
             (Arc::clone(&cur.0), cur.1)
         };
-        file.sync_data()?;
+        crate::flush_times::FLUSH_TIMES.time(|| file.sync_data())?;
         self.mark_synced(end);
         Ok(1)
     }

@@ -31,6 +31,8 @@
 #[cfg(all(feature = "metrics", not(feature = "bench-no-metrics")))]
 pub mod client_software;
 #[cfg(all(feature = "metrics", not(feature = "bench-no-metrics")))]
+pub mod cost;
+#[cfg(all(feature = "metrics", not(feature = "bench-no-metrics")))]
 pub mod errors;
 #[cfg(all(feature = "metrics", not(feature = "bench-no-metrics")))]
 mod on;
@@ -51,6 +53,22 @@ pub const ENABLED: bool = cfg!(all(feature = "metrics", not(feature = "bench-no-
 
 /// The broker key that turns per-partition series on (off by default: bounded cardinality).
 pub const PARTITION_SERIES_KEY: &str = "skiff.metrics.partition.series.enable";
+
+/// How a committed ISR change moved the ISR (Kafka's IsrShrinksPerSec / IsrExpandsPerSec).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsrChange {
+    Shrink,
+    Expand,
+}
+
+/// The change from an ISR of `before` members to one of `after` (none when the size holds).
+pub fn isr_change(before: usize, after: usize) -> Option<IsrChange> {
+    match after.cmp(&before) {
+        std::cmp::Ordering::Less => Some(IsrChange::Shrink),
+        std::cmp::Ordering::Greater => Some(IsrChange::Expand),
+        std::cmp::Ordering::Equal => None,
+    }
+}
 
 /// The content type of the OpenMetrics text exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

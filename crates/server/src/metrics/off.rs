@@ -73,6 +73,8 @@ impl Metrics {
     pub fn errors(&self, _api: ApiKey, _body: &ResponseBody) {}
     #[inline(always)]
     pub fn client_software(&self, _name: &str, _version: &str) {}
+    #[inline(always)]
+    pub fn isr_changed(&self, _before: usize, _after: usize) {}
 }
 
 /// `/metrics` without metrics compiled in: nothing to serve.

@@ -168,6 +168,8 @@ pub struct Metrics {
     topic_bytes_out: Family<Labels, Counter>,
     topic_records_in: Family<Labels, Counter>,
     replication_bytes_out: Counter,
+    isr_shrinks: Counter,
+    isr_expands: Counter,
     requests: Family<Labels, Counter>,
     request_errors: Family<Labels, Counter>,
     request_duration: HistogramFamily,
@@ -194,6 +196,8 @@ impl Metrics {
         let topic_bytes_out = Family::<Labels, Counter>::default();
         let topic_records_in = Family::<Labels, Counter>::default();
         let replication_bytes_out = Counter::default();
+        let isr_shrinks = Counter::default();
+        let isr_expands = Counter::default();
         let requests = Family::<Labels, Counter>::default();
         let request_errors = Family::<Labels, Counter>::default();
         let request_duration: HistogramFamily =
@@ -222,6 +226,16 @@ impl Metrics {
             "replication_bytes_out",
             "Record-batch bytes put into follower replicas' Fetch responses (Kafka's ReplicationBytesOutPerSec).",
             replication_bytes_out.clone(),
+        );
+        registry.register(
+            "isr_shrinks",
+            "Committed ISR changes that removed replicas, counted by the partition's leader (Kafka's IsrShrinksPerSec).",
+            isr_shrinks.clone(),
+        );
+        registry.register(
+            "isr_expands",
+            "Committed ISR changes that added replicas, counted by the partition's leader (Kafka's IsrExpandsPerSec).",
+            isr_expands.clone(),
         );
         registry.register(
             "requests",
@@ -264,6 +278,8 @@ impl Metrics {
             topic_bytes_out,
             topic_records_in,
             replication_bytes_out,
+            isr_shrinks,
+            isr_expands,
             requests,
             request_errors,
             request_duration,
@@ -341,6 +357,15 @@ impl Metrics {
     #[inline]
     pub fn replication_bytes_out(&self, n: u64) {
         self.replication_bytes_out.inc_by(n);
+    }
+
+    /// This leader took a committed ISR change from `before` to `after` members.
+    pub fn isr_changed(&self, before: usize, after: usize) {
+        match super::isr_change(before, after) {
+            Some(super::IsrChange::Shrink) => self.isr_shrinks.inc(),
+            Some(super::IsrChange::Expand) => self.isr_expands.inc(),
+            None => return,
+        };
     }
 
     /// A connection was accepted on `listener`; the value counts its close when dropped.

@@ -20,11 +20,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use skiff_replication::{Isolation, Reader};
+use skiff_storage::flush_times::{FINITE_BUCKETS, FlushSnapshot, bound_ns};
 use skiff_types::TopicPartition;
 
 use super::on::Labels;
@@ -122,11 +125,44 @@ pub fn render(broker: &Arc<Broker>) -> Option<String> {
     cleaner(broker, &mut reg);
     group_lag(broker, &image, partition_series, &mut reg);
     quorum(broker, &mut reg);
+    reg.register(
+        "log_flush_duration_seconds",
+        "Time of a log flush: the fdatasync of segment data and indexes, periodic (flush.ms / flush.messages) or durable-mode group commit (Kafka's LogFlushRateAndTimeMs; this process's logs).",
+        FlushHistogram(skiff_storage::flush_times::FLUSH_TIMES.snapshot()),
+    );
     let mut out = String::new();
     encode_registry(&mut out, broker.metrics.registry()).ok()?;
     encode_registry(&mut out, &reg).ok()?;
     encode_eof(&mut out).ok()?;
     Some(out)
+}
+
+/// A snapshot of the storage's flush-time histogram, encoded as an OpenMetrics histogram.
+#[derive(Debug)]
+struct FlushHistogram(FlushSnapshot);
+
+impl EncodeMetric for FlushHistogram {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let s = &self.0;
+        let buckets: Vec<(f64, u64)> = s
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let le = if i < FINITE_BUCKETS {
+                    bound_ns(i) as f64 / 1e9
+                } else {
+                    f64::INFINITY
+                };
+                (le, n)
+            })
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(s.sum_ns as f64 / 1e9, s.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
 }
 
 /// The fetch-session and zero-copy counters of [`crate::stats::ServerStats`].

@@ -352,3 +352,54 @@ fn docs_cover(scrape: &str) {
         );
     }
 }
+
+#[test]
+fn isr_change_table() {
+    for (before, after, change) in [
+        (3, 2, Some(IsrChange::Shrink)),
+        (2, 1, Some(IsrChange::Shrink)),
+        (1, 3, Some(IsrChange::Expand)),
+        (2, 3, Some(IsrChange::Expand)),
+        (3, 3, None),
+    ] {
+        assert_eq!(isr_change(before, after), change, "{before} -> {after}");
+    }
+    let m = Metrics::new();
+    m.isr_changed(3, 2);
+    m.isr_changed(2, 1);
+    m.isr_changed(1, 2);
+    m.isr_changed(2, 2);
+    let s = encoded(&m);
+    assert_eq!(get(&s, "skiff_isr_shrinks_total", &[]), Some(2.0));
+    assert_eq!(get(&s, "skiff_isr_expands_total", &[]), Some(1.0));
+}
+
+#[test]
+fn a_log_flush_moves_the_flush_histogram() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_tx, rx) = watch::channel(false);
+    let broker = Broker::open(
+        ServerSettings::with_log_dir(dir.path()),
+        Arc::new(StorageTopicConfigs::default()),
+        rx,
+    )
+    .unwrap();
+    broker.create_topic("f", 1, Default::default()).unwrap();
+    let count = |b: &Arc<Broker>| {
+        let text = render(b).unwrap();
+        get(&parse(&text), "skiff_log_flush_duration_seconds_count", &[]).unwrap()
+    };
+    let before = count(&broker);
+    let req = skiff_testkit::client::produce_request("f", 0, batch(&["a"]), 1);
+    let ResponseBody::Produce(r) = call(&broker, 9, RequestBody::Produce(req)) else {
+        panic!("not a Produce response")
+    };
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    let log = broker
+        .replicas
+        .log_manager()
+        .get(&skiff_types::TopicPartition::new("f".to_string(), 0))
+        .unwrap();
+    log.lock().flush(0).unwrap();
+    assert!(count(&broker) > before, "the flush's fdatasyncs are timed");
+}

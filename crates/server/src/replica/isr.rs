@@ -103,6 +103,13 @@ impl ReplicaManager {
         self.apply(&mut l, fx);
     }
 
+    /// The size of `tp`'s committed ISR (a proposal in flight is not counted as the ISR).
+    fn committed_isr_len(&self, tp: &TopicPartition) -> Option<usize> {
+        let (state, _) = self.states.read().get(tp).cloned()?;
+        let n = state.lock().isr().len();
+        Some(n)
+    }
+
     /// Moves time for every hosted partition (ISR shrink proposals, acks deadlines).
     pub fn tick_all(&self) {
         let now = self.clock.now_ms();
@@ -189,10 +196,16 @@ async fn send(broker: &Arc<Broker>, queued: Vec<IsrProposal>) {
     let rm = &broker.replicas;
     let mut by_topic: HashMap<Uuid, AlterPartitionRequestTopicData> = HashMap::new();
     let mut sent: Vec<TopicPartition> = Vec::new();
+    // Issue 20: the committed ISR's size as each proposal leaves; an accepted answer is
+    // counted as a shrink or an expand against it (the image may bring the change first).
+    let mut isr_before: HashMap<TopicPartition, usize> = HashMap::new();
     for p in queued {
         let (Some(info), Some(epoch)) = (image.topic(&p.tp.topic), rm.leader_epoch(&p.tp)) else {
             continue;
         };
+        if let Some(n) = rm.committed_isr_len(&p.tp) {
+            isr_before.insert(p.tp.clone(), n);
+        }
         let id = Uuid::from_bytes(info.id);
         let data = AlterPartitionRequestPartitionData {
             partition_index: p.tp.partition,
@@ -260,6 +273,9 @@ async fn send(broker: &Arc<Broker>, queued: Vec<IsrProposal>) {
                     Some(ErrorCode::None) => Ok((p.partition_epoch, p.isr.clone())),
                     other => Err(other.unwrap_or(ErrorCode::UnknownServerError)),
                 };
+                if let (Ok((_, isr)), Some(before)) = (&result, isr_before.get(&tp)) {
+                    broker.metrics.isr_changed(*before, isr.len());
+                }
                 rm.settle_isr(&tp, result);
                 answered.push(tp);
             }
