@@ -4,7 +4,7 @@
 //! [`template`]).
 //!
 //! Mental model: read all input, assign each record a partition (`--partition`; else a keyed
-//! record goes where Kafka's Java client puts it, `murmur2(key) & 0x7fffffff % partitions`, and
+//! record goes where Kafka's Java client puts it, `(murmur2(key) & 0x7fffffff) % partitions`, and
 //! unkeyed records go round-robin), build v2 batches per partition (split at
 //! `--max-batch-bytes` of records) with the chosen codec, and send rounds of Produce requests:
 //! each round sends every partition's next batch to the partition's leader, one request per
@@ -669,8 +669,20 @@ mod tests {
         for (data, want) in cases {
             assert_eq!(murmur2(data), *want, "{:?}", String::from_utf8_lossy(data));
         }
-        assert_eq!(key_partition(b"a-little-bit-long-string", 3), 2);
-        assert_eq!(key_partition(b"foobar", 3), 0);
+        // `Utils.toPositive(murmur2(key)) % n`: a negative hash keeps its low 31 bits (never
+        // `abs`, never a negative partition).
+        let partitions: &[(&[u8], i32, i32)] = &[
+            (b"a-little-bit-long-string", 3, 2),
+            (b"foobar", 3, 0),
+            (b"21", 7, (-973_932_308_i32 & 0x7fff_ffff) % 7),
+            (b"abc", 10, 479_470_107 % 10),
+            (b"foobar", 1, 0),
+        ];
+        for (key, n, want) in partitions {
+            let got = key_partition(key, *n);
+            assert_eq!(got, *want, "{:?} over {n}", String::from_utf8_lossy(key));
+            assert!((0..*n).contains(&got));
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Topic layout and offset lookups shared by `produce`, `consume` and `group`: which node leads
-//! each partition of a topic ([`topic_info`]) and ListOffsets by timestamp spec sent to each
-//! partition's leader ([`list_offsets`]).
+//! each partition of a topic ([`topic_info`], [`find_topic`]) and ListOffsets by timestamp
+//! spec sent to each partition's leader ([`list_offsets`]; [`list_offsets_at`] is the one
+//! request builder every ListOffsets of the CLI goes through, `topic describe` included).
 //!
 //! Mental model: the CLI asks Metadata for one topic, keeps its id (Fetch v13+ names topics by
 //! id) and its partitions' leaders, and groups every per-partition request by leader node so a
@@ -67,18 +68,24 @@ pub fn unknown_topic(topic: &str) -> CliError {
     ))
 }
 
-/// Metadata of `topic` (no auto-creation).
+/// Metadata of `topic` (no auto-creation); an unknown topic is an error saying how to create it.
 pub fn topic_info(cluster: &mut Cluster, topic: &str) -> Result<TopicInfo, CliError> {
+    find_topic(cluster, topic)?.ok_or_else(|| unknown_topic(topic))
+}
+
+/// Metadata of `topic` (no auto-creation): `None` when the cluster does not have it; any other
+/// failure (connection, a topic error other than UNKNOWN_TOPIC_OR_PARTITION) is an error.
+pub fn find_topic(cluster: &mut Cluster, topic: &str) -> Result<Option<TopicInfo>, CliError> {
     let response = cluster.metadata(Some(&[topic.to_owned()]))?;
     let Some(meta) = response
         .topics
         .into_iter()
         .find(|t| t.name.as_deref() == Some(topic))
     else {
-        return Err(unknown_topic(topic));
+        return Ok(None);
     };
     if meta.error_code == ErrorCode::UnknownTopicOrPartition.code() {
-        return Err(unknown_topic(topic));
+        return Ok(None);
     }
     if let Some(e) = CliError::from_code(
         format!("reading metadata of {topic}"),
@@ -100,11 +107,11 @@ pub fn topic_info(cluster: &mut Cluster, topic: &str) -> Result<TopicInfo, CliEr
             )
         })
         .collect();
-    Ok(TopicInfo {
+    Ok(Some(TopicInfo {
         name: topic.to_owned(),
         meta,
         partitions,
-    })
+    }))
 }
 
 /// Groups `partitions` by their leader.

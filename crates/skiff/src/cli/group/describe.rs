@@ -111,6 +111,13 @@ impl GroupInfo {
     }
 }
 
+/// A partition's lag as Kafka's `kafka-consumer-groups` reports it: `end - committed` (end =
+/// the high watermark), unknown when either side is. A commit past the end (the log was
+/// truncated or recreated) shows as a negative lag rather than hiding it.
+pub fn lag(committed: Option<i64>, end: Option<i64>) -> Option<i64> {
+    committed.zip(end).map(|(c, e)| e.saturating_sub(c))
+}
+
 /// The group's state and members: DescribeGroups, and for a group it does not know (Kafka 4
 /// answers GROUP_ID_NOT_FOUND for KIP-848 `consumer` groups) ConsumerGroupDescribe where the
 /// broker has it. An unknown group is `Dead` with no members.
@@ -225,7 +232,8 @@ fn describe_consumer_group(
 }
 
 /// End offsets (high watermarks) of every `(topic, partition)` in `wanted`; topics that no
-/// longer exist are left out.
+/// longer exist are left out (any other failure, e.g. an unreachable broker, is an error,
+/// never a silently missing lag).
 pub fn end_offsets(
     cluster: &mut Cluster,
     wanted: &BTreeSet<(String, i32)>,
@@ -236,9 +244,8 @@ pub fn end_offsets(
     }
     let mut out = BTreeMap::new();
     for (topic, parts) in by_topic {
-        let info = match meta::topic_info(cluster, topic) {
-            Ok(i) => i,
-            Err(_) => continue, // deleted since the commit: no end offset
+        let Some(info) = meta::find_topic(cluster, topic)? else {
+            continue; // deleted since the commit: no end offset
         };
         let parts: Vec<i32> = parts
             .into_iter()
@@ -288,7 +295,7 @@ pub fn run(group: &str, client: &ClientArgs) -> CliResult {
                 partition: key.1,
                 committed_offset,
                 end_offset,
-                lag: committed_offset.zip(end_offset).map(|(c, e)| e - c),
+                lag: lag(committed_offset, end_offset),
                 member_id: m.map(|m| m.member_id.clone()),
                 client_id: m.map(|m| m.client_id.clone()),
                 client_host: m.map(|m| m.client_host.clone()),
@@ -352,4 +359,59 @@ fn render(d: &GroupDescription) -> String {
         &rows,
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_is_end_minus_committed_when_both_are_known() {
+        let cases: &[(Option<i64>, Option<i64>, Option<i64>)] = &[
+            (Some(3), Some(10), Some(7)),
+            (Some(10), Some(10), Some(0)),
+            (Some(0), Some(0), Some(0)),
+            (None, Some(10), None),
+            (Some(3), None, None),
+            (None, None, None),
+            (Some(12), Some(10), Some(-2)),
+        ];
+        for &(committed, end, want) in cases {
+            assert_eq!(lag(committed, end), want, "{committed:?} {end:?}");
+        }
+    }
+
+    #[test]
+    fn only_an_empty_or_unknown_group_without_members_takes_simple_commits() {
+        let member = || Member {
+            member_id: "m".into(),
+            group_instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            assignments: Vec::new(),
+        };
+        let cases: &[(&str, usize, bool)] = &[
+            ("Empty", 0, true),
+            ("empty", 0, true),
+            ("Dead", 0, true),
+            ("", 0, true),
+            ("Stable", 0, false),
+            ("stable", 1, false),
+            ("PreparingRebalance", 0, false),
+            ("CompletingRebalance", 1, false),
+            ("assigning", 1, false),
+            ("reconciling", 1, false),
+            ("Empty", 1, false),
+        ];
+        for &(state, members, want) in cases {
+            let info = GroupInfo {
+                coordinator: 1,
+                state: state.into(),
+                protocol_type: "consumer".into(),
+                protocol: "range".into(),
+                members: (0..members).map(|_| member()).collect(),
+            };
+            assert_eq!(info.may_commit(), want, "{state} with {members} members");
+        }
+    }
 }

@@ -112,8 +112,13 @@ pub fn parse_template(template: &str) -> Result<Template, CliError> {
     Ok(Template { tokens })
 }
 
-/// Position of `needle` in `hay`.
+/// Where `needle` first occurs in `hay`. Template literals are never empty ([`parse_template`]
+/// pushes only non-empty ones); an empty needle still answers 0 instead of panicking in
+/// `windows(0)`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
