@@ -73,6 +73,15 @@ fn fails(bootstrap: &str, args: &[&str]) -> String {
     o.stderr
 }
 
+/// The doctor's first check with status `fail` (panics with the report when there is none).
+fn first_failed_check(report: &Value) -> Value {
+    report["checks"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["status"] == "fail"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no failed check in {report:#}"))
+}
+
 fn topic_names(list: &Value) -> Vec<String> {
     list["topics"]
         .as_array()
@@ -367,13 +376,7 @@ fn cli_admin_cluster_info_health_and_doctor_on_a_healthy_broker() {
     // Pointed at the admin (HTTP) port, the doctor says so.
     let http = format!("127.0.0.1:{}", b.admin_port().unwrap());
     let d = json_exit(&http, &["doctor"], 1);
-    let c = d["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["status"] == "fail")
-        .cloned()
-        .unwrap();
+    let c = first_failed_check(&d);
     assert_eq!(c["check"], "protocol", "{d:#}");
     assert!(c["detail"].as_str().unwrap().contains("HTTP"), "{c}");
 }
@@ -554,13 +557,7 @@ fn cli_admin_doctor_detects_tls_and_tolerates_one_bad_bootstrap() {
         }
     });
     let d = json_exit(&tls, &["doctor"], 1);
-    let c = d["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["status"] == "fail")
-        .cloned()
-        .unwrap();
+    let c = first_failed_check(&d);
     assert_eq!(c["check"], "protocol", "{d:#}");
     assert!(c["detail"].as_str().unwrap().contains("TLS"), "{c}");
     assert!(c["fix"].as_str().unwrap().contains("TLS"), "{c}");

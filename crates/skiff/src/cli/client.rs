@@ -241,6 +241,17 @@ impl Node {
     }
 }
 
+impl From<&skiff_protocol::MetadataResponseBroker> for Node {
+    fn from(b: &skiff_protocol::MetadataResponseBroker) -> Self {
+        Node {
+            id: b.node_id,
+            host: b.host.clone(),
+            port: b.port,
+            rack: b.rack.clone(),
+        }
+    }
+}
+
 /// The bootstrap connection plus lazy connections to nodes.
 #[derive(Debug)]
 pub struct Cluster {
@@ -308,16 +319,7 @@ impl Cluster {
             ..Default::default()
         };
         let response = call_as!(&mut self.bootstrap, request, Metadata)?;
-        self.nodes = response
-            .brokers
-            .iter()
-            .map(|b| Node {
-                id: b.node_id,
-                host: b.host.clone(),
-                port: b.port,
-                rack: b.rack.clone(),
-            })
-            .collect();
+        self.nodes = response.brokers.iter().map(Node::from).collect();
         self.cluster_id.clone_from(&response.cluster_id);
         self.controller_id = response.controller_id;
         Ok(response)

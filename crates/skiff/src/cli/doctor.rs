@@ -390,16 +390,7 @@ pub fn run(args: DoctorArgs) -> CliResult {
                         m.controller_id
                     ),
                 );
-                let mut nodes: Vec<Node> = m
-                    .brokers
-                    .iter()
-                    .map(|b| Node {
-                        id: b.node_id,
-                        host: b.host.clone(),
-                        port: b.port,
-                        rack: b.rack.clone(),
-                    })
-                    .collect();
+                let mut nodes: Vec<Node> = m.brokers.iter().map(Node::from).collect();
                 nodes.sort_by_key(|n| n.id);
                 for n in &nodes {
                     let addr = n.addr();
