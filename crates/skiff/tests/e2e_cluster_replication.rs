@@ -256,12 +256,19 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
     let l = (leader - 1) as usize;
     let port = c.ports[l].0;
     let mut acked: Vec<String> = Vec::new();
-    wait_until(
+    // Each attempt writes its own value: an attempt answered with an error (e.g. a timeout
+    // while the ISR forms) may still be in the log beside the acknowledged retry.
+    let mut attempt = 0;
+    let first = wait_until(
         "a first acknowledged write",
         Duration::from_secs(10),
-        || (produce_all(port, "first").0 == 0).then_some(()),
+        || {
+            attempt += 1;
+            let v = format!("first-{attempt}");
+            (produce_all(port, &v).0 == 0).then_some(v)
+        },
     );
-    acked.push("first".into());
+    acked.push(first);
     eprintln!(
         "phase start, RF=3 min.insync.replicas=3: {:?}",
         t0.elapsed()
@@ -321,12 +328,16 @@ fn e2e_cluster_min_insync_replicas_with_a_stopped_follower() {
     // SIGCONT: it catches up and rejoins; writes are acknowledged again.
     let t = Instant::now();
     c.nodes[f].signal("CONT");
-    wait_until(
+    let after = wait_until(
         "acks=all acknowledged again",
         Duration::from_secs(30),
-        || (produce_all(port, "after").0 == 0).then_some(()),
+        || {
+            attempt += 1;
+            let v = format!("after-{attempt}");
+            (produce_all(port, &v).0 == 0).then_some(v)
+        },
     );
-    acked.push("after".into());
+    acked.push(after);
     let (_, _, isr) = registration(&c, l);
     assert_eq!(isr, vec![1, 2, 3]);
     let stats = c.nodes[l].admin_cli(&["stats"]);
