@@ -1,0 +1,1 @@
+//! ACLs (issue 19): placeholder, filled by the ACL work.

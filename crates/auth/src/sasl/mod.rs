@@ -1,0 +1,1 @@
+//! SASL mechanisms (issue 19): placeholder, filled by the SASL work.
