@@ -76,6 +76,14 @@ pub const APIS: &[ApiEntry] = &[
     api("TxnOffsetCommit", 0, 4),
     api("DescribeTransactions", 0, 0),
     api("ListTransactions", 0, 1),
+    // Issue 19: security. Kafka 4 removed the ACL APIs' v0 (KIP-896).
+    api("SaslHandshake", 0, 1),
+    api("SaslAuthenticate", 0, 2),
+    api("DescribeAcls", 1, 3),
+    api("CreateAcls", 1, 3),
+    api("DeleteAcls", 1, 3),
+    api("DescribeUserScramCredentials", 0, 0),
+    api("AlterUserScramCredentials", 0, 0),
 ];
 
 /// Header definitions (all versions).
@@ -93,6 +101,10 @@ pub const INTERNAL: &[&str] = &[
     "internal/metadata/RegisterBrokerRecord.json",
     "internal/metadata/BrokerRegistrationChangeRecord.json",
     "internal/metadata/NoOpRecord.json",
+    "internal/metadata/AccessControlEntryRecord.json",
+    "internal/metadata/RemoveAccessControlEntryRecord.json",
+    "internal/metadata/UserScramCredentialRecord.json",
+    "internal/metadata/RemoveUserScramCredentialRecord.json",
     "internal/group-coordinator/OffsetCommitKey.json",
     "internal/group-coordinator/OffsetCommitValue.json",
     "internal/group-coordinator/GroupMetadataKey.json",

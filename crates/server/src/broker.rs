@@ -70,6 +70,8 @@ pub struct Broker {
     pub groups: GroupCoordinator,
     /// The transaction coordinator (issue 18).
     pub txns: crate::txn::TxnCoordinator,
+    /// The authorizer's current ACL set (issue 19; allows everything when none is configured).
+    pub authz: crate::authz::Authz,
     // compaction (issue 7): per-log cleaner state, written by the cleaner threads.
     pub cleaner_stats: Arc<skiff_compaction::CleanerStats>,
     /// The broker's one clock (`settings.log_manager.clock`, created by `skiff serve`).
@@ -211,6 +213,7 @@ impl Broker {
             metrics: crate::metrics::Metrics::new(),
             groups,
             txns,
+            authz: crate::authz::Authz::disabled(),
             settings,
             topic_configs,
             replicas,

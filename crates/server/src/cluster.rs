@@ -528,6 +528,7 @@ async fn local_call(broker: &Arc<Broker>, version: i16, body: RequestBody) -> Re
             peer,
             api_version: version,
             correlation_id: 0,
+            principal: &skiff_auth::principal::KafkaPrincipal::anonymous(),
             client_id: None,
         };
         crate::handlers::dispatch(&ctx, body)

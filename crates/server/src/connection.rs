@@ -241,6 +241,7 @@ pub async fn serve(
 
     // Counts the close when dropped, at the end of this function (after the writer is done).
     let conn_metrics = broker.metrics.connection_opened(&listener.name);
+    let principal = skiff_auth::principal::KafkaPrincipal::anonymous();
     loop {
         // Set when the reply is a parked group request that holds the connection.
         let mut held: Option<tokio::sync::oneshot::Receiver<()>> = None;
@@ -308,6 +309,7 @@ pub async fn serve(
                     api_version: version,
                     correlation_id: header.correlation_id,
                     client_id: header.client_id.as_deref(),
+                    principal: &principal,
                 };
                 conn_metrics.request(key, version);
                 let started = metrics::stamp(&broker.clock);

@@ -20,6 +20,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod admin_http;
+pub mod authz;
 pub mod broker;
 pub mod cleaner;
 pub mod cluster;

@@ -24,6 +24,7 @@ pub enum ApiKey {
     SyncGroup = 14,
     DescribeGroups = 15,
     ListGroups = 16,
+    SaslHandshake = 17,
     ApiVersions = 18,
     CreateTopics = 19,
     DeleteTopics = 20,
@@ -35,10 +36,14 @@ pub enum ApiKey {
     EndTxn = 26,
     WriteTxnMarkers = 27,
     TxnOffsetCommit = 28,
+    DescribeAcls = 29,
+    CreateAcls = 30,
+    DeleteAcls = 31,
     DescribeConfigs = 32,
     AlterConfigs = 33,
     AlterReplicaLogDirs = 34,
     DescribeLogDirs = 35,
+    SaslAuthenticate = 36,
     CreatePartitions = 37,
     DeleteGroups = 42,
     ElectLeaders = 43,
@@ -46,6 +51,8 @@ pub enum ApiKey {
     AlterPartitionReassignments = 45,
     ListPartitionReassignments = 46,
     OffsetDelete = 47,
+    DescribeUserScramCredentials = 50,
+    AlterUserScramCredentials = 51,
     DescribeQuorum = 55,
     AlterPartition = 56,
     DescribeCluster = 60,
@@ -77,6 +84,7 @@ impl ApiKey {
         ApiKey::SyncGroup,
         ApiKey::DescribeGroups,
         ApiKey::ListGroups,
+        ApiKey::SaslHandshake,
         ApiKey::ApiVersions,
         ApiKey::CreateTopics,
         ApiKey::DeleteTopics,
@@ -88,10 +96,14 @@ impl ApiKey {
         ApiKey::EndTxn,
         ApiKey::WriteTxnMarkers,
         ApiKey::TxnOffsetCommit,
+        ApiKey::DescribeAcls,
+        ApiKey::CreateAcls,
+        ApiKey::DeleteAcls,
         ApiKey::DescribeConfigs,
         ApiKey::AlterConfigs,
         ApiKey::AlterReplicaLogDirs,
         ApiKey::DescribeLogDirs,
+        ApiKey::SaslAuthenticate,
         ApiKey::CreatePartitions,
         ApiKey::DeleteGroups,
         ApiKey::ElectLeaders,
@@ -99,6 +111,8 @@ impl ApiKey {
         ApiKey::AlterPartitionReassignments,
         ApiKey::ListPartitionReassignments,
         ApiKey::OffsetDelete,
+        ApiKey::DescribeUserScramCredentials,
+        ApiKey::AlterUserScramCredentials,
         ApiKey::DescribeQuorum,
         ApiKey::AlterPartition,
         ApiKey::DescribeCluster,
@@ -130,6 +144,7 @@ impl ApiKey {
             14 => Some(ApiKey::SyncGroup),
             15 => Some(ApiKey::DescribeGroups),
             16 => Some(ApiKey::ListGroups),
+            17 => Some(ApiKey::SaslHandshake),
             18 => Some(ApiKey::ApiVersions),
             19 => Some(ApiKey::CreateTopics),
             20 => Some(ApiKey::DeleteTopics),
@@ -141,10 +156,14 @@ impl ApiKey {
             26 => Some(ApiKey::EndTxn),
             27 => Some(ApiKey::WriteTxnMarkers),
             28 => Some(ApiKey::TxnOffsetCommit),
+            29 => Some(ApiKey::DescribeAcls),
+            30 => Some(ApiKey::CreateAcls),
+            31 => Some(ApiKey::DeleteAcls),
             32 => Some(ApiKey::DescribeConfigs),
             33 => Some(ApiKey::AlterConfigs),
             34 => Some(ApiKey::AlterReplicaLogDirs),
             35 => Some(ApiKey::DescribeLogDirs),
+            36 => Some(ApiKey::SaslAuthenticate),
             37 => Some(ApiKey::CreatePartitions),
             42 => Some(ApiKey::DeleteGroups),
             43 => Some(ApiKey::ElectLeaders),
@@ -152,6 +171,8 @@ impl ApiKey {
             45 => Some(ApiKey::AlterPartitionReassignments),
             46 => Some(ApiKey::ListPartitionReassignments),
             47 => Some(ApiKey::OffsetDelete),
+            50 => Some(ApiKey::DescribeUserScramCredentials),
+            51 => Some(ApiKey::AlterUserScramCredentials),
             55 => Some(ApiKey::DescribeQuorum),
             56 => Some(ApiKey::AlterPartition),
             60 => Some(ApiKey::DescribeCluster),
@@ -185,6 +206,7 @@ impl ApiKey {
             ApiKey::SyncGroup => "SyncGroup",
             ApiKey::DescribeGroups => "DescribeGroups",
             ApiKey::ListGroups => "ListGroups",
+            ApiKey::SaslHandshake => "SaslHandshake",
             ApiKey::ApiVersions => "ApiVersions",
             ApiKey::CreateTopics => "CreateTopics",
             ApiKey::DeleteTopics => "DeleteTopics",
@@ -196,10 +218,14 @@ impl ApiKey {
             ApiKey::EndTxn => "EndTxn",
             ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
             ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
+            ApiKey::DescribeAcls => "DescribeAcls",
+            ApiKey::CreateAcls => "CreateAcls",
+            ApiKey::DeleteAcls => "DeleteAcls",
             ApiKey::DescribeConfigs => "DescribeConfigs",
             ApiKey::AlterConfigs => "AlterConfigs",
             ApiKey::AlterReplicaLogDirs => "AlterReplicaLogDirs",
             ApiKey::DescribeLogDirs => "DescribeLogDirs",
+            ApiKey::SaslAuthenticate => "SaslAuthenticate",
             ApiKey::CreatePartitions => "CreatePartitions",
             ApiKey::DeleteGroups => "DeleteGroups",
             ApiKey::ElectLeaders => "ElectLeaders",
@@ -207,6 +233,8 @@ impl ApiKey {
             ApiKey::AlterPartitionReassignments => "AlterPartitionReassignments",
             ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
             ApiKey::OffsetDelete => "OffsetDelete",
+            ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
+            ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
             ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::AlterPartition => "AlterPartition",
             ApiKey::DescribeCluster => "DescribeCluster",
@@ -239,6 +267,7 @@ impl ApiKey {
             ApiKey::SyncGroup => (0, 5),
             ApiKey::DescribeGroups => (0, 6),
             ApiKey::ListGroups => (0, 5),
+            ApiKey::SaslHandshake => (0, 1),
             ApiKey::ApiVersions => (0, 4),
             ApiKey::CreateTopics => (2, 7),
             ApiKey::DeleteTopics => (1, 6),
@@ -250,10 +279,14 @@ impl ApiKey {
             ApiKey::EndTxn => (0, 4),
             ApiKey::WriteTxnMarkers => (1, 1),
             ApiKey::TxnOffsetCommit => (0, 4),
+            ApiKey::DescribeAcls => (1, 3),
+            ApiKey::CreateAcls => (1, 3),
+            ApiKey::DeleteAcls => (1, 3),
             ApiKey::DescribeConfigs => (1, 4),
             ApiKey::AlterConfigs => (0, 2),
             ApiKey::AlterReplicaLogDirs => (1, 2),
             ApiKey::DescribeLogDirs => (1, 4),
+            ApiKey::SaslAuthenticate => (0, 2),
             ApiKey::CreatePartitions => (0, 3),
             ApiKey::DeleteGroups => (0, 2),
             ApiKey::ElectLeaders => (0, 2),
@@ -261,6 +294,8 @@ impl ApiKey {
             ApiKey::AlterPartitionReassignments => (0, 1),
             ApiKey::ListPartitionReassignments => (0, 0),
             ApiKey::OffsetDelete => (0, 0),
+            ApiKey::DescribeUserScramCredentials => (0, 0),
+            ApiKey::AlterUserScramCredentials => (0, 0),
             ApiKey::DescribeQuorum => (0, 2),
             ApiKey::AlterPartition => (0, 3),
             ApiKey::DescribeCluster => (0, 1),
@@ -293,6 +328,7 @@ impl ApiKey {
             ApiKey::SyncGroup => <SyncGroupRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeGroups => <DescribeGroupsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::ListGroups => <ListGroupsRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::SaslHandshake => <SaslHandshakeRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::ApiVersions => <ApiVersionsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::CreateTopics => <CreateTopicsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DeleteTopics => <DeleteTopicsRequest as Codec>::FLEXIBLE_MIN,
@@ -304,10 +340,14 @@ impl ApiKey {
             ApiKey::EndTxn => <EndTxnRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::WriteTxnMarkers => <WriteTxnMarkersRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::TxnOffsetCommit => <TxnOffsetCommitRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeAcls => <DescribeAclsRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::CreateAcls => <CreateAclsRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::DeleteAcls => <DeleteAclsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeConfigs => <DescribeConfigsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterConfigs => <AlterConfigsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterReplicaLogDirs => <AlterReplicaLogDirsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeLogDirs => <DescribeLogDirsRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::SaslAuthenticate => <SaslAuthenticateRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::CreatePartitions => <CreatePartitionsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DeleteGroups => <DeleteGroupsRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::ElectLeaders => <ElectLeadersRequest as Codec>::FLEXIBLE_MIN,
@@ -321,6 +361,12 @@ impl ApiKey {
                 <ListPartitionReassignmentsRequest as Codec>::FLEXIBLE_MIN
             }
             ApiKey::OffsetDelete => <OffsetDeleteRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeUserScramCredentials => {
+                <DescribeUserScramCredentialsRequest as Codec>::FLEXIBLE_MIN
+            }
+            ApiKey::AlterUserScramCredentials => {
+                <AlterUserScramCredentialsRequest as Codec>::FLEXIBLE_MIN
+            }
             ApiKey::DescribeQuorum => <DescribeQuorumRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterPartition => <AlterPartitionRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterRequest as Codec>::FLEXIBLE_MIN,
@@ -359,6 +405,7 @@ impl ApiKey {
             ApiKey::SyncGroup => <SyncGroupResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeGroups => <DescribeGroupsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::ListGroups => <ListGroupsResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::SaslHandshake => <SaslHandshakeResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::ApiVersions => <ApiVersionsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::CreateTopics => <CreateTopicsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DeleteTopics => <DeleteTopicsResponse as Codec>::FLEXIBLE_MIN,
@@ -370,10 +417,14 @@ impl ApiKey {
             ApiKey::EndTxn => <EndTxnResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::WriteTxnMarkers => <WriteTxnMarkersResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::TxnOffsetCommit => <TxnOffsetCommitResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeAcls => <DescribeAclsResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::CreateAcls => <CreateAclsResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::DeleteAcls => <DeleteAclsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeConfigs => <DescribeConfigsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterConfigs => <AlterConfigsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterReplicaLogDirs => <AlterReplicaLogDirsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeLogDirs => <DescribeLogDirsResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::SaslAuthenticate => <SaslAuthenticateResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::CreatePartitions => <CreatePartitionsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DeleteGroups => <DeleteGroupsResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::ElectLeaders => <ElectLeadersResponse as Codec>::FLEXIBLE_MIN,
@@ -387,6 +438,12 @@ impl ApiKey {
                 <ListPartitionReassignmentsResponse as Codec>::FLEXIBLE_MIN
             }
             ApiKey::OffsetDelete => <OffsetDeleteResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeUserScramCredentials => {
+                <DescribeUserScramCredentialsResponse as Codec>::FLEXIBLE_MIN
+            }
+            ApiKey::AlterUserScramCredentials => {
+                <AlterUserScramCredentialsResponse as Codec>::FLEXIBLE_MIN
+            }
             ApiKey::DescribeQuorum => <DescribeQuorumResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterPartition => <AlterPartitionResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterResponse as Codec>::FLEXIBLE_MIN,
@@ -426,6 +483,7 @@ pub enum RequestBody {
     SyncGroup(SyncGroupRequest),
     DescribeGroups(DescribeGroupsRequest),
     ListGroups(ListGroupsRequest),
+    SaslHandshake(SaslHandshakeRequest),
     ApiVersions(ApiVersionsRequest),
     CreateTopics(CreateTopicsRequest),
     DeleteTopics(DeleteTopicsRequest),
@@ -437,10 +495,14 @@ pub enum RequestBody {
     EndTxn(EndTxnRequest),
     WriteTxnMarkers(WriteTxnMarkersRequest),
     TxnOffsetCommit(TxnOffsetCommitRequest),
+    DescribeAcls(DescribeAclsRequest),
+    CreateAcls(CreateAclsRequest),
+    DeleteAcls(DeleteAclsRequest),
     DescribeConfigs(DescribeConfigsRequest),
     AlterConfigs(AlterConfigsRequest),
     AlterReplicaLogDirs(AlterReplicaLogDirsRequest),
     DescribeLogDirs(DescribeLogDirsRequest),
+    SaslAuthenticate(SaslAuthenticateRequest),
     CreatePartitions(CreatePartitionsRequest),
     DeleteGroups(DeleteGroupsRequest),
     ElectLeaders(ElectLeadersRequest),
@@ -448,6 +510,8 @@ pub enum RequestBody {
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest),
     ListPartitionReassignments(ListPartitionReassignmentsRequest),
     OffsetDelete(OffsetDeleteRequest),
+    DescribeUserScramCredentials(DescribeUserScramCredentialsRequest),
+    AlterUserScramCredentials(AlterUserScramCredentialsRequest),
     DescribeQuorum(DescribeQuorumRequest),
     AlterPartition(AlterPartitionRequest),
     DescribeCluster(DescribeClusterRequest),
@@ -480,6 +544,7 @@ impl RequestBody {
             RequestBody::SyncGroup(_) => ApiKey::SyncGroup,
             RequestBody::DescribeGroups(_) => ApiKey::DescribeGroups,
             RequestBody::ListGroups(_) => ApiKey::ListGroups,
+            RequestBody::SaslHandshake(_) => ApiKey::SaslHandshake,
             RequestBody::ApiVersions(_) => ApiKey::ApiVersions,
             RequestBody::CreateTopics(_) => ApiKey::CreateTopics,
             RequestBody::DeleteTopics(_) => ApiKey::DeleteTopics,
@@ -491,10 +556,14 @@ impl RequestBody {
             RequestBody::EndTxn(_) => ApiKey::EndTxn,
             RequestBody::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
             RequestBody::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            RequestBody::DescribeAcls(_) => ApiKey::DescribeAcls,
+            RequestBody::CreateAcls(_) => ApiKey::CreateAcls,
+            RequestBody::DeleteAcls(_) => ApiKey::DeleteAcls,
             RequestBody::DescribeConfigs(_) => ApiKey::DescribeConfigs,
             RequestBody::AlterConfigs(_) => ApiKey::AlterConfigs,
             RequestBody::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
             RequestBody::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            RequestBody::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
             RequestBody::CreatePartitions(_) => ApiKey::CreatePartitions,
             RequestBody::DeleteGroups(_) => ApiKey::DeleteGroups,
             RequestBody::ElectLeaders(_) => ApiKey::ElectLeaders,
@@ -502,6 +571,8 @@ impl RequestBody {
             RequestBody::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
             RequestBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             RequestBody::OffsetDelete(_) => ApiKey::OffsetDelete,
+            RequestBody::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            RequestBody::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
             RequestBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             RequestBody::AlterPartition(_) => ApiKey::AlterPartition,
             RequestBody::DescribeCluster(_) => ApiKey::DescribeCluster,
@@ -544,6 +615,9 @@ impl RequestBody {
                 RequestBody::DescribeGroups(DescribeGroupsRequest::decode(buf, version)?)
             }
             ApiKey::ListGroups => RequestBody::ListGroups(ListGroupsRequest::decode(buf, version)?),
+            ApiKey::SaslHandshake => {
+                RequestBody::SaslHandshake(SaslHandshakeRequest::decode(buf, version)?)
+            }
             ApiKey::ApiVersions => {
                 RequestBody::ApiVersions(ApiVersionsRequest::decode(buf, version)?)
             }
@@ -575,6 +649,11 @@ impl RequestBody {
             ApiKey::TxnOffsetCommit => {
                 RequestBody::TxnOffsetCommit(TxnOffsetCommitRequest::decode(buf, version)?)
             }
+            ApiKey::DescribeAcls => {
+                RequestBody::DescribeAcls(DescribeAclsRequest::decode(buf, version)?)
+            }
+            ApiKey::CreateAcls => RequestBody::CreateAcls(CreateAclsRequest::decode(buf, version)?),
+            ApiKey::DeleteAcls => RequestBody::DeleteAcls(DeleteAclsRequest::decode(buf, version)?),
             ApiKey::DescribeConfigs => {
                 RequestBody::DescribeConfigs(DescribeConfigsRequest::decode(buf, version)?)
             }
@@ -586,6 +665,9 @@ impl RequestBody {
             }
             ApiKey::DescribeLogDirs => {
                 RequestBody::DescribeLogDirs(DescribeLogDirsRequest::decode(buf, version)?)
+            }
+            ApiKey::SaslAuthenticate => {
+                RequestBody::SaslAuthenticate(SaslAuthenticateRequest::decode(buf, version)?)
             }
             ApiKey::CreatePartitions => {
                 RequestBody::CreatePartitions(CreatePartitionsRequest::decode(buf, version)?)
@@ -608,6 +690,12 @@ impl RequestBody {
             ApiKey::OffsetDelete => {
                 RequestBody::OffsetDelete(OffsetDeleteRequest::decode(buf, version)?)
             }
+            ApiKey::DescribeUserScramCredentials => RequestBody::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsRequest::decode(buf, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => RequestBody::AlterUserScramCredentials(
+                AlterUserScramCredentialsRequest::decode(buf, version)?,
+            ),
             ApiKey::DescribeQuorum => {
                 RequestBody::DescribeQuorum(DescribeQuorumRequest::decode(buf, version)?)
             }
@@ -670,6 +758,7 @@ impl RequestBody {
             RequestBody::SyncGroup(b) => b.encode(out, version),
             RequestBody::DescribeGroups(b) => b.encode(out, version),
             RequestBody::ListGroups(b) => b.encode(out, version),
+            RequestBody::SaslHandshake(b) => b.encode(out, version),
             RequestBody::ApiVersions(b) => b.encode(out, version),
             RequestBody::CreateTopics(b) => b.encode(out, version),
             RequestBody::DeleteTopics(b) => b.encode(out, version),
@@ -681,10 +770,14 @@ impl RequestBody {
             RequestBody::EndTxn(b) => b.encode(out, version),
             RequestBody::WriteTxnMarkers(b) => b.encode(out, version),
             RequestBody::TxnOffsetCommit(b) => b.encode(out, version),
+            RequestBody::DescribeAcls(b) => b.encode(out, version),
+            RequestBody::CreateAcls(b) => b.encode(out, version),
+            RequestBody::DeleteAcls(b) => b.encode(out, version),
             RequestBody::DescribeConfigs(b) => b.encode(out, version),
             RequestBody::AlterConfigs(b) => b.encode(out, version),
             RequestBody::AlterReplicaLogDirs(b) => b.encode(out, version),
             RequestBody::DescribeLogDirs(b) => b.encode(out, version),
+            RequestBody::SaslAuthenticate(b) => b.encode(out, version),
             RequestBody::CreatePartitions(b) => b.encode(out, version),
             RequestBody::DeleteGroups(b) => b.encode(out, version),
             RequestBody::ElectLeaders(b) => b.encode(out, version),
@@ -692,6 +785,8 @@ impl RequestBody {
             RequestBody::AlterPartitionReassignments(b) => b.encode(out, version),
             RequestBody::ListPartitionReassignments(b) => b.encode(out, version),
             RequestBody::OffsetDelete(b) => b.encode(out, version),
+            RequestBody::DescribeUserScramCredentials(b) => b.encode(out, version),
+            RequestBody::AlterUserScramCredentials(b) => b.encode(out, version),
             RequestBody::DescribeQuorum(b) => b.encode(out, version),
             RequestBody::AlterPartition(b) => b.encode(out, version),
             RequestBody::DescribeCluster(b) => b.encode(out, version),
@@ -724,6 +819,7 @@ impl RequestBody {
             RequestBody::SyncGroup(b) => b.encoded_size(version),
             RequestBody::DescribeGroups(b) => b.encoded_size(version),
             RequestBody::ListGroups(b) => b.encoded_size(version),
+            RequestBody::SaslHandshake(b) => b.encoded_size(version),
             RequestBody::ApiVersions(b) => b.encoded_size(version),
             RequestBody::CreateTopics(b) => b.encoded_size(version),
             RequestBody::DeleteTopics(b) => b.encoded_size(version),
@@ -735,10 +831,14 @@ impl RequestBody {
             RequestBody::EndTxn(b) => b.encoded_size(version),
             RequestBody::WriteTxnMarkers(b) => b.encoded_size(version),
             RequestBody::TxnOffsetCommit(b) => b.encoded_size(version),
+            RequestBody::DescribeAcls(b) => b.encoded_size(version),
+            RequestBody::CreateAcls(b) => b.encoded_size(version),
+            RequestBody::DeleteAcls(b) => b.encoded_size(version),
             RequestBody::DescribeConfigs(b) => b.encoded_size(version),
             RequestBody::AlterConfigs(b) => b.encoded_size(version),
             RequestBody::AlterReplicaLogDirs(b) => b.encoded_size(version),
             RequestBody::DescribeLogDirs(b) => b.encoded_size(version),
+            RequestBody::SaslAuthenticate(b) => b.encoded_size(version),
             RequestBody::CreatePartitions(b) => b.encoded_size(version),
             RequestBody::DeleteGroups(b) => b.encoded_size(version),
             RequestBody::ElectLeaders(b) => b.encoded_size(version),
@@ -746,6 +846,8 @@ impl RequestBody {
             RequestBody::AlterPartitionReassignments(b) => b.encoded_size(version),
             RequestBody::ListPartitionReassignments(b) => b.encoded_size(version),
             RequestBody::OffsetDelete(b) => b.encoded_size(version),
+            RequestBody::DescribeUserScramCredentials(b) => b.encoded_size(version),
+            RequestBody::AlterUserScramCredentials(b) => b.encoded_size(version),
             RequestBody::DescribeQuorum(b) => b.encoded_size(version),
             RequestBody::AlterPartition(b) => b.encoded_size(version),
             RequestBody::DescribeCluster(b) => b.encoded_size(version),
@@ -828,6 +930,11 @@ impl From<ListGroupsRequest> for RequestBody {
         RequestBody::ListGroups(b)
     }
 }
+impl From<SaslHandshakeRequest> for RequestBody {
+    fn from(b: SaslHandshakeRequest) -> Self {
+        RequestBody::SaslHandshake(b)
+    }
+}
 impl From<ApiVersionsRequest> for RequestBody {
     fn from(b: ApiVersionsRequest) -> Self {
         RequestBody::ApiVersions(b)
@@ -883,6 +990,21 @@ impl From<TxnOffsetCommitRequest> for RequestBody {
         RequestBody::TxnOffsetCommit(b)
     }
 }
+impl From<DescribeAclsRequest> for RequestBody {
+    fn from(b: DescribeAclsRequest) -> Self {
+        RequestBody::DescribeAcls(b)
+    }
+}
+impl From<CreateAclsRequest> for RequestBody {
+    fn from(b: CreateAclsRequest) -> Self {
+        RequestBody::CreateAcls(b)
+    }
+}
+impl From<DeleteAclsRequest> for RequestBody {
+    fn from(b: DeleteAclsRequest) -> Self {
+        RequestBody::DeleteAcls(b)
+    }
+}
 impl From<DescribeConfigsRequest> for RequestBody {
     fn from(b: DescribeConfigsRequest) -> Self {
         RequestBody::DescribeConfigs(b)
@@ -901,6 +1023,11 @@ impl From<AlterReplicaLogDirsRequest> for RequestBody {
 impl From<DescribeLogDirsRequest> for RequestBody {
     fn from(b: DescribeLogDirsRequest) -> Self {
         RequestBody::DescribeLogDirs(b)
+    }
+}
+impl From<SaslAuthenticateRequest> for RequestBody {
+    fn from(b: SaslAuthenticateRequest) -> Self {
+        RequestBody::SaslAuthenticate(b)
     }
 }
 impl From<CreatePartitionsRequest> for RequestBody {
@@ -936,6 +1063,16 @@ impl From<ListPartitionReassignmentsRequest> for RequestBody {
 impl From<OffsetDeleteRequest> for RequestBody {
     fn from(b: OffsetDeleteRequest) -> Self {
         RequestBody::OffsetDelete(b)
+    }
+}
+impl From<DescribeUserScramCredentialsRequest> for RequestBody {
+    fn from(b: DescribeUserScramCredentialsRequest) -> Self {
+        RequestBody::DescribeUserScramCredentials(b)
+    }
+}
+impl From<AlterUserScramCredentialsRequest> for RequestBody {
+    fn from(b: AlterUserScramCredentialsRequest) -> Self {
+        RequestBody::AlterUserScramCredentials(b)
     }
 }
 impl From<DescribeQuorumRequest> for RequestBody {
@@ -1020,6 +1157,7 @@ pub enum ResponseBody {
     SyncGroup(SyncGroupResponse),
     DescribeGroups(DescribeGroupsResponse),
     ListGroups(ListGroupsResponse),
+    SaslHandshake(SaslHandshakeResponse),
     ApiVersions(ApiVersionsResponse),
     CreateTopics(CreateTopicsResponse),
     DeleteTopics(DeleteTopicsResponse),
@@ -1031,10 +1169,14 @@ pub enum ResponseBody {
     EndTxn(EndTxnResponse),
     WriteTxnMarkers(WriteTxnMarkersResponse),
     TxnOffsetCommit(TxnOffsetCommitResponse),
+    DescribeAcls(DescribeAclsResponse),
+    CreateAcls(CreateAclsResponse),
+    DeleteAcls(DeleteAclsResponse),
     DescribeConfigs(DescribeConfigsResponse),
     AlterConfigs(AlterConfigsResponse),
     AlterReplicaLogDirs(AlterReplicaLogDirsResponse),
     DescribeLogDirs(DescribeLogDirsResponse),
+    SaslAuthenticate(SaslAuthenticateResponse),
     CreatePartitions(CreatePartitionsResponse),
     DeleteGroups(DeleteGroupsResponse),
     ElectLeaders(ElectLeadersResponse),
@@ -1042,6 +1184,8 @@ pub enum ResponseBody {
     AlterPartitionReassignments(AlterPartitionReassignmentsResponse),
     ListPartitionReassignments(ListPartitionReassignmentsResponse),
     OffsetDelete(OffsetDeleteResponse),
+    DescribeUserScramCredentials(DescribeUserScramCredentialsResponse),
+    AlterUserScramCredentials(AlterUserScramCredentialsResponse),
     DescribeQuorum(DescribeQuorumResponse),
     AlterPartition(AlterPartitionResponse),
     DescribeCluster(DescribeClusterResponse),
@@ -1074,6 +1218,7 @@ impl ResponseBody {
             ResponseBody::SyncGroup(_) => ApiKey::SyncGroup,
             ResponseBody::DescribeGroups(_) => ApiKey::DescribeGroups,
             ResponseBody::ListGroups(_) => ApiKey::ListGroups,
+            ResponseBody::SaslHandshake(_) => ApiKey::SaslHandshake,
             ResponseBody::ApiVersions(_) => ApiKey::ApiVersions,
             ResponseBody::CreateTopics(_) => ApiKey::CreateTopics,
             ResponseBody::DeleteTopics(_) => ApiKey::DeleteTopics,
@@ -1085,10 +1230,14 @@ impl ResponseBody {
             ResponseBody::EndTxn(_) => ApiKey::EndTxn,
             ResponseBody::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers,
             ResponseBody::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+            ResponseBody::DescribeAcls(_) => ApiKey::DescribeAcls,
+            ResponseBody::CreateAcls(_) => ApiKey::CreateAcls,
+            ResponseBody::DeleteAcls(_) => ApiKey::DeleteAcls,
             ResponseBody::DescribeConfigs(_) => ApiKey::DescribeConfigs,
             ResponseBody::AlterConfigs(_) => ApiKey::AlterConfigs,
             ResponseBody::AlterReplicaLogDirs(_) => ApiKey::AlterReplicaLogDirs,
             ResponseBody::DescribeLogDirs(_) => ApiKey::DescribeLogDirs,
+            ResponseBody::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
             ResponseBody::CreatePartitions(_) => ApiKey::CreatePartitions,
             ResponseBody::DeleteGroups(_) => ApiKey::DeleteGroups,
             ResponseBody::ElectLeaders(_) => ApiKey::ElectLeaders,
@@ -1096,6 +1245,8 @@ impl ResponseBody {
             ResponseBody::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
             ResponseBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             ResponseBody::OffsetDelete(_) => ApiKey::OffsetDelete,
+            ResponseBody::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+            ResponseBody::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
             ResponseBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             ResponseBody::AlterPartition(_) => ApiKey::AlterPartition,
             ResponseBody::DescribeCluster(_) => ApiKey::DescribeCluster,
@@ -1142,6 +1293,9 @@ impl ResponseBody {
             ApiKey::ListGroups => {
                 ResponseBody::ListGroups(ListGroupsResponse::decode(buf, version)?)
             }
+            ApiKey::SaslHandshake => {
+                ResponseBody::SaslHandshake(SaslHandshakeResponse::decode(buf, version)?)
+            }
             ApiKey::ApiVersions => {
                 ResponseBody::ApiVersions(ApiVersionsResponse::decode(buf, version)?)
             }
@@ -1173,6 +1327,15 @@ impl ResponseBody {
             ApiKey::TxnOffsetCommit => {
                 ResponseBody::TxnOffsetCommit(TxnOffsetCommitResponse::decode(buf, version)?)
             }
+            ApiKey::DescribeAcls => {
+                ResponseBody::DescribeAcls(DescribeAclsResponse::decode(buf, version)?)
+            }
+            ApiKey::CreateAcls => {
+                ResponseBody::CreateAcls(CreateAclsResponse::decode(buf, version)?)
+            }
+            ApiKey::DeleteAcls => {
+                ResponseBody::DeleteAcls(DeleteAclsResponse::decode(buf, version)?)
+            }
             ApiKey::DescribeConfigs => {
                 ResponseBody::DescribeConfigs(DescribeConfigsResponse::decode(buf, version)?)
             }
@@ -1184,6 +1347,9 @@ impl ResponseBody {
             ),
             ApiKey::DescribeLogDirs => {
                 ResponseBody::DescribeLogDirs(DescribeLogDirsResponse::decode(buf, version)?)
+            }
+            ApiKey::SaslAuthenticate => {
+                ResponseBody::SaslAuthenticate(SaslAuthenticateResponse::decode(buf, version)?)
             }
             ApiKey::CreatePartitions => {
                 ResponseBody::CreatePartitions(CreatePartitionsResponse::decode(buf, version)?)
@@ -1206,6 +1372,12 @@ impl ResponseBody {
             ApiKey::OffsetDelete => {
                 ResponseBody::OffsetDelete(OffsetDeleteResponse::decode(buf, version)?)
             }
+            ApiKey::DescribeUserScramCredentials => ResponseBody::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsResponse::decode(buf, version)?,
+            ),
+            ApiKey::AlterUserScramCredentials => ResponseBody::AlterUserScramCredentials(
+                AlterUserScramCredentialsResponse::decode(buf, version)?,
+            ),
             ApiKey::DescribeQuorum => {
                 ResponseBody::DescribeQuorum(DescribeQuorumResponse::decode(buf, version)?)
             }
@@ -1268,6 +1440,7 @@ impl ResponseBody {
             ResponseBody::SyncGroup(b) => b.encode(out, version),
             ResponseBody::DescribeGroups(b) => b.encode(out, version),
             ResponseBody::ListGroups(b) => b.encode(out, version),
+            ResponseBody::SaslHandshake(b) => b.encode(out, version),
             ResponseBody::ApiVersions(b) => b.encode(out, version),
             ResponseBody::CreateTopics(b) => b.encode(out, version),
             ResponseBody::DeleteTopics(b) => b.encode(out, version),
@@ -1279,10 +1452,14 @@ impl ResponseBody {
             ResponseBody::EndTxn(b) => b.encode(out, version),
             ResponseBody::WriteTxnMarkers(b) => b.encode(out, version),
             ResponseBody::TxnOffsetCommit(b) => b.encode(out, version),
+            ResponseBody::DescribeAcls(b) => b.encode(out, version),
+            ResponseBody::CreateAcls(b) => b.encode(out, version),
+            ResponseBody::DeleteAcls(b) => b.encode(out, version),
             ResponseBody::DescribeConfigs(b) => b.encode(out, version),
             ResponseBody::AlterConfigs(b) => b.encode(out, version),
             ResponseBody::AlterReplicaLogDirs(b) => b.encode(out, version),
             ResponseBody::DescribeLogDirs(b) => b.encode(out, version),
+            ResponseBody::SaslAuthenticate(b) => b.encode(out, version),
             ResponseBody::CreatePartitions(b) => b.encode(out, version),
             ResponseBody::DeleteGroups(b) => b.encode(out, version),
             ResponseBody::ElectLeaders(b) => b.encode(out, version),
@@ -1290,6 +1467,8 @@ impl ResponseBody {
             ResponseBody::AlterPartitionReassignments(b) => b.encode(out, version),
             ResponseBody::ListPartitionReassignments(b) => b.encode(out, version),
             ResponseBody::OffsetDelete(b) => b.encode(out, version),
+            ResponseBody::DescribeUserScramCredentials(b) => b.encode(out, version),
+            ResponseBody::AlterUserScramCredentials(b) => b.encode(out, version),
             ResponseBody::DescribeQuorum(b) => b.encode(out, version),
             ResponseBody::AlterPartition(b) => b.encode(out, version),
             ResponseBody::DescribeCluster(b) => b.encode(out, version),
@@ -1322,6 +1501,7 @@ impl ResponseBody {
             ResponseBody::SyncGroup(b) => b.encoded_size(version),
             ResponseBody::DescribeGroups(b) => b.encoded_size(version),
             ResponseBody::ListGroups(b) => b.encoded_size(version),
+            ResponseBody::SaslHandshake(b) => b.encoded_size(version),
             ResponseBody::ApiVersions(b) => b.encoded_size(version),
             ResponseBody::CreateTopics(b) => b.encoded_size(version),
             ResponseBody::DeleteTopics(b) => b.encoded_size(version),
@@ -1333,10 +1513,14 @@ impl ResponseBody {
             ResponseBody::EndTxn(b) => b.encoded_size(version),
             ResponseBody::WriteTxnMarkers(b) => b.encoded_size(version),
             ResponseBody::TxnOffsetCommit(b) => b.encoded_size(version),
+            ResponseBody::DescribeAcls(b) => b.encoded_size(version),
+            ResponseBody::CreateAcls(b) => b.encoded_size(version),
+            ResponseBody::DeleteAcls(b) => b.encoded_size(version),
             ResponseBody::DescribeConfigs(b) => b.encoded_size(version),
             ResponseBody::AlterConfigs(b) => b.encoded_size(version),
             ResponseBody::AlterReplicaLogDirs(b) => b.encoded_size(version),
             ResponseBody::DescribeLogDirs(b) => b.encoded_size(version),
+            ResponseBody::SaslAuthenticate(b) => b.encoded_size(version),
             ResponseBody::CreatePartitions(b) => b.encoded_size(version),
             ResponseBody::DeleteGroups(b) => b.encoded_size(version),
             ResponseBody::ElectLeaders(b) => b.encoded_size(version),
@@ -1344,6 +1528,8 @@ impl ResponseBody {
             ResponseBody::AlterPartitionReassignments(b) => b.encoded_size(version),
             ResponseBody::ListPartitionReassignments(b) => b.encoded_size(version),
             ResponseBody::OffsetDelete(b) => b.encoded_size(version),
+            ResponseBody::DescribeUserScramCredentials(b) => b.encoded_size(version),
+            ResponseBody::AlterUserScramCredentials(b) => b.encoded_size(version),
             ResponseBody::DescribeQuorum(b) => b.encoded_size(version),
             ResponseBody::AlterPartition(b) => b.encoded_size(version),
             ResponseBody::DescribeCluster(b) => b.encoded_size(version),
@@ -1426,6 +1612,11 @@ impl From<ListGroupsResponse> for ResponseBody {
         ResponseBody::ListGroups(b)
     }
 }
+impl From<SaslHandshakeResponse> for ResponseBody {
+    fn from(b: SaslHandshakeResponse) -> Self {
+        ResponseBody::SaslHandshake(b)
+    }
+}
 impl From<ApiVersionsResponse> for ResponseBody {
     fn from(b: ApiVersionsResponse) -> Self {
         ResponseBody::ApiVersions(b)
@@ -1481,6 +1672,21 @@ impl From<TxnOffsetCommitResponse> for ResponseBody {
         ResponseBody::TxnOffsetCommit(b)
     }
 }
+impl From<DescribeAclsResponse> for ResponseBody {
+    fn from(b: DescribeAclsResponse) -> Self {
+        ResponseBody::DescribeAcls(b)
+    }
+}
+impl From<CreateAclsResponse> for ResponseBody {
+    fn from(b: CreateAclsResponse) -> Self {
+        ResponseBody::CreateAcls(b)
+    }
+}
+impl From<DeleteAclsResponse> for ResponseBody {
+    fn from(b: DeleteAclsResponse) -> Self {
+        ResponseBody::DeleteAcls(b)
+    }
+}
 impl From<DescribeConfigsResponse> for ResponseBody {
     fn from(b: DescribeConfigsResponse) -> Self {
         ResponseBody::DescribeConfigs(b)
@@ -1499,6 +1705,11 @@ impl From<AlterReplicaLogDirsResponse> for ResponseBody {
 impl From<DescribeLogDirsResponse> for ResponseBody {
     fn from(b: DescribeLogDirsResponse) -> Self {
         ResponseBody::DescribeLogDirs(b)
+    }
+}
+impl From<SaslAuthenticateResponse> for ResponseBody {
+    fn from(b: SaslAuthenticateResponse) -> Self {
+        ResponseBody::SaslAuthenticate(b)
     }
 }
 impl From<CreatePartitionsResponse> for ResponseBody {
@@ -1534,6 +1745,16 @@ impl From<ListPartitionReassignmentsResponse> for ResponseBody {
 impl From<OffsetDeleteResponse> for ResponseBody {
     fn from(b: OffsetDeleteResponse) -> Self {
         ResponseBody::OffsetDelete(b)
+    }
+}
+impl From<DescribeUserScramCredentialsResponse> for ResponseBody {
+    fn from(b: DescribeUserScramCredentialsResponse) -> Self {
+        ResponseBody::DescribeUserScramCredentials(b)
+    }
+}
+impl From<AlterUserScramCredentialsResponse> for ResponseBody {
+    fn from(b: AlterUserScramCredentialsResponse) -> Self {
+        ResponseBody::AlterUserScramCredentials(b)
     }
 }
 impl From<DescribeQuorumResponse> for ResponseBody {
@@ -1641,6 +1862,9 @@ impl crate::Request for DescribeGroupsRequest {
 impl crate::Request for ListGroupsRequest {
     type Response = ListGroupsResponse;
 }
+impl crate::Request for SaslHandshakeRequest {
+    type Response = SaslHandshakeResponse;
+}
 impl crate::Request for ApiVersionsRequest {
     type Response = ApiVersionsResponse;
 }
@@ -1674,6 +1898,15 @@ impl crate::Request for WriteTxnMarkersRequest {
 impl crate::Request for TxnOffsetCommitRequest {
     type Response = TxnOffsetCommitResponse;
 }
+impl crate::Request for DescribeAclsRequest {
+    type Response = DescribeAclsResponse;
+}
+impl crate::Request for CreateAclsRequest {
+    type Response = CreateAclsResponse;
+}
+impl crate::Request for DeleteAclsRequest {
+    type Response = DeleteAclsResponse;
+}
 impl crate::Request for DescribeConfigsRequest {
     type Response = DescribeConfigsResponse;
 }
@@ -1685,6 +1918,9 @@ impl crate::Request for AlterReplicaLogDirsRequest {
 }
 impl crate::Request for DescribeLogDirsRequest {
     type Response = DescribeLogDirsResponse;
+}
+impl crate::Request for SaslAuthenticateRequest {
+    type Response = SaslAuthenticateResponse;
 }
 impl crate::Request for CreatePartitionsRequest {
     type Response = CreatePartitionsResponse;
@@ -1706,6 +1942,12 @@ impl crate::Request for ListPartitionReassignmentsRequest {
 }
 impl crate::Request for OffsetDeleteRequest {
     type Response = OffsetDeleteResponse;
+}
+impl crate::Request for DescribeUserScramCredentialsRequest {
+    type Response = DescribeUserScramCredentialsResponse;
+}
+impl crate::Request for AlterUserScramCredentialsRequest {
+    type Response = AlterUserScramCredentialsResponse;
 }
 impl crate::Request for DescribeQuorumRequest {
     type Response = DescribeQuorumResponse;

@@ -3186,6 +3186,311 @@ impl Random for ListTransactionsResponseTransactionState {
     }
 }
 
+impl Random for SaslHandshakeRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.mechanism = rng.string();
+
+        this
+    }
+}
+
+impl Random for SaslHandshakeResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.mechanisms = rng.long_vec(|rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for SaslAuthenticateRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.auth_bytes = rng.bytes();
+
+        this
+    }
+}
+
+impl Random for SaslAuthenticateResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.auth_bytes = rng.bytes();
+        if version >= 1 {
+            this.session_lifetime_ms = rng.i64();
+        }
+
+        this
+    }
+}
+
+impl Random for DescribeAclsRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.resource_type_filter = rng.i8();
+        this.resource_name_filter = rng.maybe(true, |rng| rng.string());
+        this.pattern_type_filter = rng.i8();
+        this.principal_filter = rng.maybe(true, |rng| rng.string());
+        this.host_filter = rng.maybe(true, |rng| rng.string());
+        this.operation = rng.i8();
+        this.permission_type = rng.i8();
+
+        this
+    }
+}
+
+impl Random for DescribeAclsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.resources = rng.vec(|rng| DescribeAclsResource::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeAclsResource {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.resource_type = rng.i8();
+        this.resource_name = rng.string();
+        this.pattern_type = rng.i8();
+        this.acls = rng.vec(|rng| AclDescription::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AclDescription {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.principal = rng.string();
+        this.host = rng.string();
+        this.operation = rng.i8();
+        this.permission_type = rng.i8();
+
+        this
+    }
+}
+
+impl Random for CreateAclsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.creations = rng.vec(|rng| AclCreation::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AclCreation {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.resource_type = rng.i8();
+        this.resource_name = rng.string();
+        this.resource_pattern_type = rng.i8();
+        this.principal = rng.string();
+        this.host = rng.string();
+        this.operation = rng.i8();
+        this.permission_type = rng.i8();
+
+        this
+    }
+}
+
+impl Random for CreateAclsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.results = rng.vec(|rng| AclCreationResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AclCreationResult {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for DeleteAclsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.filters = rng.vec(|rng| DeleteAclsFilter::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DeleteAclsFilter {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.resource_type_filter = rng.i8();
+        this.resource_name_filter = rng.maybe(true, |rng| rng.string());
+        this.pattern_type_filter = rng.i8();
+        this.principal_filter = rng.maybe(true, |rng| rng.string());
+        this.host_filter = rng.maybe(true, |rng| rng.string());
+        this.operation = rng.i8();
+        this.permission_type = rng.i8();
+
+        this
+    }
+}
+
+impl Random for DeleteAclsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.filter_results = rng.vec(|rng| DeleteAclsFilterResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DeleteAclsFilterResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.matching_acls = rng.vec(|rng| DeleteAclsMatchingAcl::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DeleteAclsMatchingAcl {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.resource_type = rng.i8();
+        this.resource_name = rng.string();
+        this.pattern_type = rng.i8();
+        this.principal = rng.string();
+        this.host = rng.string();
+        this.operation = rng.i8();
+        this.permission_type = rng.i8();
+
+        this
+    }
+}
+
+impl Random for DescribeUserScramCredentialsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.users = rng.maybe(true, |rng| rng.vec(|rng| UserName::random(rng, version)));
+
+        this
+    }
+}
+
+impl Random for UserName {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+
+        this
+    }
+}
+
+impl Random for DescribeUserScramCredentialsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.results = rng.vec(|rng| DescribeUserScramCredentialsResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for DescribeUserScramCredentialsResult {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.user = rng.string();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.credential_infos = rng.vec(|rng| CredentialInfo::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for CredentialInfo {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.mechanism = rng.i8();
+        this.iterations = rng.i32();
+
+        this
+    }
+}
+
+impl Random for AlterUserScramCredentialsRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.deletions = rng.vec(|rng| ScramCredentialDeletion::random(rng, version));
+        this.upsertions = rng.vec(|rng| ScramCredentialUpsertion::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for ScramCredentialDeletion {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.mechanism = rng.i8();
+
+        this
+    }
+}
+
+impl Random for ScramCredentialUpsertion {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.mechanism = rng.i8();
+        this.iterations = rng.i32();
+        this.salt = rng.bytes();
+        this.salted_password = rng.bytes();
+
+        this
+    }
+}
+
+impl Random for AlterUserScramCredentialsResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.results = rng.vec(|rng| AlterUserScramCredentialsResult::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for AlterUserScramCredentialsResult {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.user = rng.string();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+
+        this
+    }
+}
+
 impl Random for RequestHeader {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
@@ -3396,6 +3701,55 @@ impl Random for BrokerRegistrationChangeRecord {
 impl Random for NoOpRecord {
     fn random(_rng: &mut TestRng, _version: i16) -> Self {
         let this = Self::default();
+
+        this
+    }
+}
+
+impl Random for AccessControlEntryRecord {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.id = rng.uuid();
+        this.resource_type = rng.i8();
+        this.resource_name = rng.string();
+        this.pattern_type = rng.i8();
+        this.principal = rng.string();
+        this.host = rng.string();
+        this.operation = rng.i8();
+        this.permission_type = rng.i8();
+
+        this
+    }
+}
+
+impl Random for RemoveAccessControlEntryRecord {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.id = rng.uuid();
+
+        this
+    }
+}
+
+impl Random for UserScramCredentialRecord {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.mechanism = rng.i8();
+        this.salt = rng.bytes();
+        this.stored_key = rng.bytes();
+        this.server_key = rng.bytes();
+        this.iterations = rng.i32();
+
+        this
+    }
+}
+
+impl Random for RemoveUserScramCredentialRecord {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.name = rng.string();
+        this.mechanism = rng.i8();
 
         this
     }
@@ -3913,6 +4267,23 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
         ApiKey::ListTransactions => {
             RequestBody::ListTransactions(ListTransactionsRequest::random(rng, version))
         }
+        ApiKey::SaslHandshake => {
+            RequestBody::SaslHandshake(SaslHandshakeRequest::random(rng, version))
+        }
+        ApiKey::SaslAuthenticate => {
+            RequestBody::SaslAuthenticate(SaslAuthenticateRequest::random(rng, version))
+        }
+        ApiKey::DescribeAcls => {
+            RequestBody::DescribeAcls(DescribeAclsRequest::random(rng, version))
+        }
+        ApiKey::CreateAcls => RequestBody::CreateAcls(CreateAclsRequest::random(rng, version)),
+        ApiKey::DeleteAcls => RequestBody::DeleteAcls(DeleteAclsRequest::random(rng, version)),
+        ApiKey::DescribeUserScramCredentials => RequestBody::DescribeUserScramCredentials(
+            DescribeUserScramCredentialsRequest::random(rng, version),
+        ),
+        ApiKey::AlterUserScramCredentials => RequestBody::AlterUserScramCredentials(
+            AlterUserScramCredentialsRequest::random(rng, version),
+        ),
     }
 }
 
@@ -4039,5 +4410,22 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
         ApiKey::ListTransactions => {
             ResponseBody::ListTransactions(ListTransactionsResponse::random(rng, version))
         }
+        ApiKey::SaslHandshake => {
+            ResponseBody::SaslHandshake(SaslHandshakeResponse::random(rng, version))
+        }
+        ApiKey::SaslAuthenticate => {
+            ResponseBody::SaslAuthenticate(SaslAuthenticateResponse::random(rng, version))
+        }
+        ApiKey::DescribeAcls => {
+            ResponseBody::DescribeAcls(DescribeAclsResponse::random(rng, version))
+        }
+        ApiKey::CreateAcls => ResponseBody::CreateAcls(CreateAclsResponse::random(rng, version)),
+        ApiKey::DeleteAcls => ResponseBody::DeleteAcls(DeleteAclsResponse::random(rng, version)),
+        ApiKey::DescribeUserScramCredentials => ResponseBody::DescribeUserScramCredentials(
+            DescribeUserScramCredentialsResponse::random(rng, version),
+        ),
+        ApiKey::AlterUserScramCredentials => ResponseBody::AlterUserScramCredentials(
+            AlterUserScramCredentialsResponse::random(rng, version),
+        ),
     }
 }

@@ -111,6 +111,7 @@ fn handle<T>(
         peer: "127.0.0.1:5000".parse().unwrap(),
         api_version: version,
         correlation_id: 1,
+        principal: &skiff_auth::principal::KafkaPrincipal::anonymous(),
         client_id: Some("unit"),
     };
     f(&ctx)

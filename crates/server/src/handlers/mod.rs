@@ -120,6 +120,9 @@ pub struct RequestContext<'a> {
     pub api_version: i16,
     pub correlation_id: i32,
     pub client_id: Option<&'a str>,
+    /// Who sent the request (issue 19): `User:ANONYMOUS` unless the listener authenticated
+    /// the connection (SASL, or a client certificate on mutual TLS).
+    pub principal: &'a skiff_auth::principal::KafkaPrincipal,
 }
 
 /// Every API this broker serves. Version ranges come from the protocol crate's table (the

@@ -219,6 +219,7 @@ fn call(broker: &Arc<Broker>, version: i16, body: RequestBody) -> ResponseBody {
         peer: "127.0.0.1:1".parse().unwrap(),
         api_version: version,
         correlation_id: 1,
+        principal: &skiff_auth::principal::KafkaPrincipal::anonymous(),
         client_id: None,
     };
     match handlers::dispatch(&ctx, body) {
