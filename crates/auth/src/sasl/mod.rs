@@ -1,1 +1,6 @@
-//! SASL mechanisms (issue 19): placeholder, filled by the SASL work.
+//! SASL (issue 19): SCRAM credentials ([`credential`]); the mechanisms' server side is
+//! filled by the SASL work.
+
+pub mod credential;
+
+pub use credential::{ScramCredential, ScramMechanism};
