@@ -49,6 +49,11 @@ impl Authz {
         self.current.read().clone()
     }
 
+    /// Turns the authorizer on with this ACL set, or off with `None` (start-up, tests).
+    pub fn set(&self, index: Option<AclIndex>) {
+        *self.current.write() = index.map(Arc::new);
+    }
+
     /// Replaces the ACL set (the metadata image's ACLs changed). Ignored without an authorizer.
     pub fn replace(&self, index: AclIndex) {
         let mut cur = self.current.write();
@@ -106,5 +111,79 @@ impl RequestContext<'_> {
                     == AuthorizationResult::Allowed
             }
         }
+    }
+}
+
+/// Test helpers: a request as a given principal from a given host, and ACL building.
+#[cfg(test)]
+#[allow(clippy::unwrap_used, dead_code)] // used by the handlers' authorization tests
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use skiff_auth::acl::{AclBinding, AclIndex, AclOperation, AclPermission, AuthorizerConfig};
+    use skiff_auth::acl::{PatternType, ResourceType};
+    use skiff_auth::principal::KafkaPrincipal;
+    use skiff_protocol::RequestBody;
+
+    use crate::broker::Broker;
+    use crate::handlers::{self, ListenerInfo, Reply, RequestContext};
+
+    /// Dispatches `body` as `principal` connecting from `127.0.0.1` on a PLAINTEXT listener.
+    pub(crate) fn call_as(
+        broker: &Arc<Broker>,
+        principal: &KafkaPrincipal,
+        version: i16,
+        body: RequestBody,
+    ) -> Reply {
+        let listener = ListenerInfo {
+            name: "PLAINTEXT".into(),
+            advertised_host: "127.0.0.1".into(),
+            advertised_port: 9092,
+            controller: false,
+        };
+        let ctx = RequestContext {
+            broker,
+            listener: &listener,
+            peer: "127.0.0.1:5000".parse().unwrap(),
+            api_version: version,
+            correlation_id: 1,
+            client_id: Some("authz-test"),
+            principal,
+        };
+        handlers::dispatch(&ctx, body)
+    }
+
+    /// An ALLOW (or DENY) ACL for `User:<user>` from any host.
+    pub(crate) fn acl(
+        user: &str,
+        permission: AclPermission,
+        op: AclOperation,
+        resource_type: ResourceType,
+        pattern: PatternType,
+        name: &str,
+    ) -> AclBinding {
+        AclBinding {
+            resource_type,
+            resource_name: name.to_string(),
+            pattern_type: pattern,
+            principal: format!("User:{user}"),
+            host: "*".into(),
+            operation: op,
+            permission,
+        }
+    }
+
+    /// Turns the broker's authorizer on with exactly these ACLs (super user `User:admin`).
+    pub(crate) fn enable_acls(broker: &Broker, acls: Vec<AclBinding>) {
+        let mut idx = AclIndex::new(AuthorizerConfig {
+            super_users: vec![KafkaPrincipal::user("admin")],
+            allow_everyone_if_no_acl_found: false,
+        });
+        for (i, a) in acls.into_iter().enumerate() {
+            let mut id = [0u8; 16];
+            id[..8].copy_from_slice(&(i as u64 + 1).to_be_bytes());
+            idx.add(id, a);
+        }
+        broker.authz.set(Some(idx));
     }
 }
