@@ -41,6 +41,7 @@ pub mod sendfile;
 pub mod server;
 pub mod settings;
 pub mod stats;
+pub mod tls;
 pub mod txn;
 pub mod waiters;
 

@@ -69,6 +69,11 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod sync_group;
+// Issue 19: authorization of every handler, tested through dispatch as a given principal.
+#[cfg(test)]
+mod authz_data_tests;
+#[cfg(test)]
+mod authz_group_tests;
 
 /// A response that will be ready later.
 pub type LaterResponse = Pin<Box<dyn Future<Output = ResponseBody> + Send + 'static>>;

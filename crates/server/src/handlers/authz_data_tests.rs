@@ -1,0 +1,1 @@
+//! Authorization of the data-plane and admin handlers (issue 19): placeholder.

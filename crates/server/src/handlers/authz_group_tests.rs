@@ -1,0 +1,1 @@
+//! Authorization of the group and transaction handlers (issue 19): placeholder.

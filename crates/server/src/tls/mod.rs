@@ -1,0 +1,1 @@
+//! TLS (issue 19): placeholder, filled by the TLS work.
