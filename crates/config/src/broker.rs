@@ -69,8 +69,12 @@ pub struct BrokerConfig {
 }
 
 /// Names outside the catalogue that Kafka warns about instead of refusing (they belong to
-/// plugins: the authorizer's `super.users`, Confluent's `confluent.*`). A prefix ends in `.`.
-pub const WARN_ONLY_KEYS: &[&str] = &["super.users", "confluent."];
+/// plugins: Confluent's `confluent.*`). A prefix ends in `.`.
+pub const WARN_ONLY_KEYS: &[&str] = &["confluent."];
+
+/// The StandardAuthorizer's own properties (issue 19): accepted outside the catalogue and read
+/// by [`crate::security::plan`] when `authorizer.class.name` is set.
+pub const AUTHORIZER_KEYS: &[&str] = &["super.users", "allow.everyone.if.no.acl.found"];
 
 fn warn_only(key: &str) -> bool {
     WARN_ONLY_KEYS.iter().any(|w| {
@@ -129,6 +133,9 @@ fn classify(
 ) -> Result<Option<&'static KeySpec>, ConfigError> {
     if let Some(spec) = keys::broker_key(key) {
         return Ok(Some(spec));
+    }
+    if AUTHORIZER_KEYS.contains(&key) {
+        return Ok(None);
     }
     if let Some(rest) = key.strip_prefix("listener.name.")
         && let Some((_, base)) = rest.split_once('.')

@@ -207,8 +207,13 @@ fn plugin_keys_kafka_only_warns_about_are_ignored_with_a_warning() {
     )
     .unwrap();
     let keys: Vec<&str> = c.ignored().iter().map(|i| i.key.as_str()).collect();
-    assert_eq!(keys, ["confluent.support.metrics.enable", "super.users"]);
+    assert_eq!(keys, ["confluent.support.metrics.enable"]);
     assert!(c.ignored().iter().all(|i| i.source == "--override"));
+    // Issue 19: the authorizer's own keys are read (by the security plan), not ignored.
+    assert_eq!(
+        c.passthrough().get("super.users").map(String::as_str),
+        Some("User:admin")
+    );
 }
 
 #[test]
