@@ -24,6 +24,7 @@ pub mod alter_partition;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
 pub mod api_versions;
+pub(crate) mod authz_ops;
 pub mod broker_heartbeat;
 pub mod broker_registration;
 mod config_changes;
