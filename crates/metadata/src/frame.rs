@@ -7,9 +7,10 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 use skiff_protocol::{
-    BrokerRegistrationChangeRecord, Codec, ConfigRecord, MetadataRecord, PartitionChangeRecord,
-    PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
-    WireWrite,
+    AccessControlEntryRecord, BrokerRegistrationChangeRecord, Codec, ConfigRecord, MetadataRecord,
+    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord,
+    TopicRecord, UserScramCredentialRecord, WireWrite,
 };
 
 use crate::MetadataError;
@@ -32,6 +33,14 @@ pub enum Record {
     /// Fencing, unfencing, controlled shutdown of a registered broker (v0; v1 when it
     /// carries `in_controlled_shutdown`).
     BrokerRegistrationChange(BrokerRegistrationChangeRecord),
+    /// Issue 19: one ACL, by id (CreateAcls).
+    AccessControlEntry(AccessControlEntryRecord),
+    /// Issue 19: removes the ACL with this id (DeleteAcls).
+    RemoveAccessControlEntry(RemoveAccessControlEntryRecord),
+    /// Issue 19: one user's SCRAM credential for one mechanism (AlterUserScramCredentials).
+    UserScramCredential(UserScramCredentialRecord),
+    /// Issue 19: removes one user's credential for one mechanism.
+    RemoveUserScramCredential(RemoveUserScramCredentialRecord),
 }
 
 fn frame<R: MetadataRecord>(r: &R, version: i16) -> Result<Bytes, MetadataError> {
@@ -58,6 +67,10 @@ impl Record {
             Record::Config(r) => frame(r, 0),
             Record::RemoveTopic(r) => frame(r, 0),
             Record::ProducerIds(r) => frame(r, 0),
+            Record::AccessControlEntry(r) => frame(r, 0),
+            Record::RemoveAccessControlEntry(r) => frame(r, 0),
+            Record::UserScramCredential(r) => frame(r, 0),
+            Record::RemoveUserScramCredential(r) => frame(r, 0),
         }
     }
 
@@ -97,6 +110,18 @@ impl Record {
             ProducerIdsRecord::RECORD_TYPE => {
                 Record::ProducerIds(ProducerIdsRecord::decode(&mut buf, version).map_err(err)?)
             }
+            AccessControlEntryRecord::RECORD_TYPE => Record::AccessControlEntry(
+                AccessControlEntryRecord::decode(&mut buf, version).map_err(err)?,
+            ),
+            RemoveAccessControlEntryRecord::RECORD_TYPE => Record::RemoveAccessControlEntry(
+                RemoveAccessControlEntryRecord::decode(&mut buf, version).map_err(err)?,
+            ),
+            UserScramCredentialRecord::RECORD_TYPE => Record::UserScramCredential(
+                UserScramCredentialRecord::decode(&mut buf, version).map_err(err)?,
+            ),
+            RemoveUserScramCredentialRecord::RECORD_TYPE => Record::RemoveUserScramCredential(
+                RemoveUserScramCredentialRecord::decode(&mut buf, version).map_err(err)?,
+            ),
             _ => return Ok(None),
         };
         Ok(Some(rec))

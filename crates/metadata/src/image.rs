@@ -20,8 +20,11 @@
 //!   fenced flag (`fenced` 1 = fenced, -1 = unfenced, 0 = unchanged) and sets
 //!   `in_controlled_shutdown` (1) of the registration with its broker id and epoch; one naming
 //!   another epoch or an unknown broker is skipped (Kafka: fatal).
+//! - Issue 19: ACLs by id and SCRAM credentials by user and mechanism (`security.rs`), each
+//!   map behind an `Arc`: an image clone shares them until a record of theirs changes one.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use skiff_protocol::{
     BrokerRegistrationChangeRecord, ConfigRecord, PartitionChangeRecord, PartitionRecord,
@@ -135,6 +138,10 @@ pub struct MetadataImage {
     /// `GroupConfig`) by group id. Only keys set explicitly; a group may have configs before
     /// it exists, as in Kafka.
     pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Issue 19: every ACL by id (`security.rs`; shared until an ACL record changes it).
+    pub(crate) acls: Arc<crate::security::AclMap>,
+    /// Issue 19: SCRAM credentials by user and mechanism (`security.rs`; shared likewise).
+    pub(crate) scram: Arc<crate::security::ScramMap>,
 }
 
 /// The image after `records` (committed, in log order) on top of `image`.
@@ -196,6 +203,10 @@ impl MetadataImage {
             Record::ProducerIds(p) => self.apply_producer_ids(p),
             Record::RegisterBroker(b) => self.apply_register_broker(b),
             Record::BrokerRegistrationChange(c) => self.apply_registration_change(c),
+            Record::AccessControlEntry(a) => self.apply_acl(a),
+            Record::RemoveAccessControlEntry(a) => self.apply_remove_acl(a),
+            Record::UserScramCredential(c) => self.apply_scram(c),
+            Record::RemoveUserScramCredential(c) => self.apply_remove_scram(c),
         }
     }
 

@@ -5,7 +5,9 @@
 //! Mental model, three rooms:
 //! - **Records** ([`Record`], `frame.rs`): `TopicRecord`, `PartitionRecord`,
 //!   `PartitionChangeRecord`, `ConfigRecord`, `RemoveTopicRecord`, `ProducerIdsRecord`,
-//!   `RegisterBrokerRecord`, `BrokerRegistrationChangeRecord`, framed as in KRaft (unsigned-varint frame version 1, record type,
+//!   `RegisterBrokerRecord`, `BrokerRegistrationChangeRecord`, and (issue 19, `security.rs`)
+//!   `AccessControlEntryRecord`, `RemoveAccessControlEntryRecord`, `UserScramCredentialRecord`,
+//!   `RemoveUserScramCredentialRecord`, framed as in KRaft (unsigned-varint frame version 1, record type,
 //!   record version, then the record).
 //! - **The pure state machine**: [`handle`] (`controller.rs`) turns `(image, request, ctx)`
 //!   into the records of one atomic change and the response, validating against the image;
@@ -51,8 +53,10 @@ mod frame;
 mod image;
 mod log_dir;
 mod meta_log;
+mod security;
 pub mod snapshot;
 mod store;
+mod store_security;
 
 pub use controller::{
     BrokerHeartbeats, Ctx, DEFAULT_SESSION_TIMEOUT_MS, ELECTION_PREFERRED, ELECTION_UNCLEAN,
@@ -61,6 +65,7 @@ pub use controller::{
     Response, TopicElection, TopicRef, UNCHECKED_BROKER_EPOCH, UNCLEAN_LEADER_ELECTION_ENABLE,
     handle,
 };
+pub use controller::{MAX_RECORDS_PER_USER_OP, ScramDeletion, ScramUpsertion, validate_new_acl};
 pub use frame::Record;
 pub use image::{
     BrokerEndpoint, BrokerRegistration, MetadataImage, NO_LEADER, NO_LEADER_CHANGE, PartitionInfo,
@@ -74,7 +79,8 @@ pub use log_dir::{
 pub use meta_log::{
     BlockingSection, Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState,
 };
-pub use store::{ImageSink, MetadataStore, PRODUCER_ID_BLOCK_SIZE};
+pub use security::{AclDeleteResult, AclFilter, AclMap, ApiError, ScramMap, ScramResult};
+pub use store::{ImageListener, ImageSink, MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;
 
@@ -174,6 +180,8 @@ mod heartbeat_tests;
 mod image_tests;
 #[cfg(test)]
 mod placement_tests;
+#[cfg(test)]
+mod security_tests;
 #[cfg(test)]
 mod sim_tests;
 #[cfg(test)]

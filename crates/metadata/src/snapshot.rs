@@ -9,7 +9,9 @@
 //! `MetadataImage.write` does: brokers as `RegisterBrokerRecord`s (with their fenced and
 //! controlled-shutdown flags), topics as `TopicRecord` + one `PartitionRecord` per partition
 //! (with its epochs) + its `ConfigRecord`s, broker and group config layers as `ConfigRecord`s,
-//! and the producer-id block as one `ProducerIdsRecord`.
+//! the producer-id block as one `ProducerIdsRecord`, and (issue 19) every ACL as its
+//! `AccessControlEntryRecord` (by id) and every SCRAM credential as its
+//! `UserScramCredentialRecord` (by user, then mechanism).
 //!
 //! Invariants: pure; deterministic order (brokers by id, topics by name, partitions by id,
 //! configs by key), so two nodes with equal images write equal snapshots.
@@ -82,6 +84,18 @@ pub fn image_records(image: &MetadataImage) -> Vec<Record> {
             broker_epoch: -1,
             next_producer_id: image.next_producer_id_block,
         }));
+    }
+    for (id, b) in image.acls().iter() {
+        out.push(Record::AccessControlEntry(crate::security::acl_record(
+            *id, b,
+        )));
+    }
+    for (user, creds) in image.scram_credentials().iter() {
+        for c in creds.values() {
+            out.push(Record::UserScramCredential(crate::security::scram_record(
+                user, c,
+            )));
+        }
     }
     out
 }

@@ -19,7 +19,10 @@
 //! proposal publishes nothing); writers serialise on one mutex, readers never wait on a
 //! proposal; a writer that finds the mutex taken waits inside the log's
 //! [`MetadataLog::blocking_section`] (a quorum's hands the tokio worker off: the holder's Raft
-//! commit needs the workers); after a local `open` the image's broker registry holds this node.
+//! commit needs the workers); after a local `open` the image's broker registry holds this node;
+//! every [`ImageListener`] hears of each published image after readers can see it (issue 19:
+//! the broker's authorizer follows the image's ACLs); `store_security.rs` holds the ACL and
+//! SCRAM writes.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -40,7 +43,7 @@ use crate::meta_log::{BlockingSection, LocalMetadataLog, MetadataLog};
 pub use crate::controller::PRODUCER_ID_BLOCK_SIZE;
 
 #[derive(Debug)]
-struct Writer {
+pub(crate) struct Writer {
     log: Box<dyn MetadataLog>,
     producer_ids: Range<i64>,
     /// No id below this is handed out (see [`MetadataStore::reserve_producer_ids_above`]).
@@ -52,11 +55,53 @@ struct Writer {
     session_timeout_ms: i64,
 }
 
+/// Called with every image the store publishes (a committed change in local mode, every
+/// applied entry or installed snapshot in quorum mode), after readers can see it, on the
+/// publishing thread. Keep it short; it must not write metadata.
+pub type ImageListener = Arc<dyn Fn(&Arc<MetadataImage>) + Send + Sync>;
+
+/// The published image and who hears of a new one (shared by the store and its sink).
+#[derive(Default)]
+struct Published {
+    image: RwLock<Arc<MetadataImage>>,
+    listeners: RwLock<Vec<ImageListener>>,
+}
+
+impl std::fmt::Debug for Published {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Published")
+            .field("listeners", &self.listeners.read().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Published {
+    fn with(image: MetadataImage) -> Self {
+        Self {
+            image: RwLock::new(Arc::new(image)),
+            listeners: RwLock::new(Vec::new()),
+        }
+    }
+
+    fn publish(&self, image: MetadataImage) {
+        let image = Arc::new(image);
+        *self.image.write() = Arc::clone(&image);
+        self.notify(&image);
+    }
+
+    fn notify(&self, image: &Arc<MetadataImage>) {
+        let listeners = self.listeners.read().clone();
+        for l in listeners {
+            l(image);
+        }
+    }
+}
+
 /// Where committed records enter the image in quorum mode (see the module docs): cheap to
 /// clone, shared by the store and the Raft state machine.
 #[derive(Clone, Debug, Default)]
 pub struct ImageSink {
-    image: Arc<RwLock<Arc<MetadataImage>>>,
+    image: Arc<Published>,
     applied_end: Arc<std::sync::atomic::AtomicI64>,
 }
 
@@ -67,9 +112,15 @@ impl ImageSink {
 
     /// Applies one committed change (the records of one entry, ending at `end_offset`).
     pub fn apply(&self, records: &[crate::Record], end_offset: i64) {
-        let mut slot = self.image.write();
-        if !records.is_empty() {
+        let published = if records.is_empty() {
+            None
+        } else {
+            let mut slot = self.image.image.write();
             *slot = Arc::new(replay(&slot, records));
+            Some(Arc::clone(&slot))
+        };
+        if let Some(image) = published {
+            self.image.notify(&image);
         }
         self.applied_end
             .store(end_offset, std::sync::atomic::Ordering::Release);
@@ -77,14 +128,14 @@ impl ImageSink {
 
     /// Replaces the image (a snapshot was installed).
     pub fn reset(&self, image: MetadataImage, end_offset: i64) {
-        *self.image.write() = Arc::new(image);
+        self.image.publish(image);
         self.applied_end
             .store(end_offset, std::sync::atomic::Ordering::Release);
     }
 
     /// The image as applied so far.
     pub fn image(&self) -> Arc<MetadataImage> {
-        Arc::clone(&self.image.read())
+        Arc::clone(&self.image.image.read())
     }
 
     /// The offset after the last applied record.
@@ -99,14 +150,14 @@ pub struct MetadataStore {
     writer: Mutex<Writer>,
     /// How a writer waits for `writer` held by another ([`MetadataLog::blocking_section`]).
     wait_section: BlockingSection,
-    image: Arc<RwLock<Arc<MetadataImage>>>,
+    image: Arc<Published>,
     cluster_id: String,
     node_id: i32,
     /// The broker's clock: record timestamps and the pure part's `now_ms`.
     clock: Clock,
 }
 
-fn unexpected(r: Response) -> MetadataError {
+pub(crate) fn unexpected(r: Response) -> MetadataError {
     MetadataError::Internal(format!("unexpected controller response {r:?}"))
 }
 
@@ -115,7 +166,7 @@ impl MetadataStore {
     /// [`BlockingSection`] (a quorum writer holds it across a Raft commit that needs the
     /// runtime's workers: parking one of them in a plain `lock()` hung a controller for good,
     /// found by the chaos suite with FindCoordinator creating `__consumer_offsets`).
-    fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+    pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Writer> {
         if let Some(w) = self.writer.try_lock() {
             return w;
         }
@@ -171,7 +222,7 @@ impl MetadataStore {
                 led_epoch: None,
                 session_timeout_ms: DEFAULT_SESSION_TIMEOUT_MS,
             }),
-            image: Arc::new(RwLock::new(Arc::new(image))),
+            image: Arc::new(Published::with(image)),
             cluster_id,
             node_id,
             clock,
@@ -264,7 +315,7 @@ impl MetadataStore {
         }
         w.log.propose(records, now_ms)?;
         if !w.log.applies_through_sink() {
-            *self.image.write() = Arc::new(replay(image, records));
+            self.image.publish(replay(image, records));
         }
         Ok(())
     }
@@ -392,7 +443,12 @@ impl MetadataStore {
 
     /// A snapshot of the current image.
     pub fn image(&self) -> Arc<MetadataImage> {
-        Arc::clone(&self.image.read())
+        Arc::clone(&self.image.image.read())
+    }
+
+    /// Calls `listener` with every image published from now on (see [`ImageListener`]).
+    pub fn add_image_listener(&self, listener: ImageListener) {
+        self.image.listeners.write().push(listener);
     }
 
     pub fn cluster_id(&self) -> String {
@@ -406,7 +462,11 @@ impl MetadataStore {
 
     /// Handles `request` against the current image, commits its records, publishes the
     /// image they yield. The caller holds the writer lock (`w`).
-    fn submit(&self, w: &mut Writer, request: &Request) -> Result<Response, MetadataError> {
+    pub(crate) fn submit(
+        &self,
+        w: &mut Writer,
+        request: &Request,
+    ) -> Result<Response, MetadataError> {
         self.lead(w)?;
         let image = self.image();
         let ctx = Ctx {

@@ -13,7 +13,8 @@
 //! `unclean.leader.election.enable` comes from), `elect_leaders` (ElectLeaders, automatic
 //! leader balancing, the unclean sweep), `leadership` (Kafka's `generateLeaderAndIsrUpdates`:
 //! leaders and ISRs when a broker is fenced, unfenced or shuts down), `placement` (replica
-//! placement and manual assignments).
+//! placement and manual assignments), `security` (issue 19: CreateAcls, DeleteAcls,
+//! AlterUserScramCredentials).
 //!
 //! Invariants:
 //! - An error produces no records; a success produces the records of one atomic change, to
@@ -35,6 +36,7 @@ mod elect_leaders;
 mod election;
 mod leadership;
 mod placement;
+mod security;
 
 pub use alter_partition::{
     IsrChange, IsrChangeResult, IsrState, IsrTopic, IsrTopicResult, TopicRef,
@@ -46,6 +48,7 @@ pub use elect_leaders::{
     PartitionElection, TopicElection,
 };
 pub use election::{ElectionConfig, UNCLEAN_LEADER_ELECTION_ENABLE};
+pub use security::{MAX_RECORDS_PER_USER_OP, ScramDeletion, ScramUpsertion, validate_new_acl};
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -167,6 +170,19 @@ pub enum Request {
     ElectUncleanLeaders {
         max: usize,
     },
+    /// Issue 19: Kafka's CreateAcls (`security.rs` for the rules): one outcome per binding.
+    CreateAcls {
+        acls: Vec<skiff_auth::acl::AclBinding>,
+    },
+    /// Issue 19: Kafka's DeleteAcls: per filter, the ACLs it removed or its error.
+    DeleteAcls {
+        filters: Vec<crate::security::AclFilter>,
+    },
+    /// Issue 19: Kafka's AlterUserScramCredentials (KIP-554).
+    AlterScramCredentials {
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    },
 }
 
 /// What a committed request answers.
@@ -186,6 +202,12 @@ pub enum Response {
     ElectLeaders(Vec<TopicElection>),
     /// Balancing and the unclean sweep: what the run did.
     Elections(ElectionRun),
+    /// CreateAcls: per binding, in request order.
+    AclsCreated(Vec<Result<(), crate::security::ApiError>>),
+    /// DeleteAcls: per filter, in request order, the ACLs it matched (each removed once).
+    AclsDeleted(Vec<crate::security::AclDeleteResult>),
+    /// AlterUserScramCredentials: per user, the outcome (successes first).
+    ScramAltered(Vec<crate::security::ScramResult>),
 }
 
 /// Validates `request` against `image`; the records performing it and the response.
@@ -346,6 +368,12 @@ pub fn handle(
             &ctx.heartbeats.election_config(),
             *max,
         )),
+        Request::CreateAcls { acls } => Ok(security::create_acls(image, ctx, acls)),
+        Request::DeleteAcls { filters } => Ok(security::delete_acls(image, filters)),
+        Request::AlterScramCredentials {
+            deletions,
+            upsertions,
+        } => Ok(security::alter_scram(image, deletions, upsertions)),
     }
 }
 
