@@ -286,9 +286,10 @@ fn intro(out: &mut String) {
          subsystem not built yet; `ignored` = accepted and shown by DescribeConfigs, but Skiff \
          does not act on it (logged once at startup when set).\n\n\
          Some keys are refused at startup when their value asks for protection Skiff does not \
-         have yet (a TLS or SASL listener, `authorizer.class.name`, a topic or config policy \
-         class, `delete.topic.enable=false`, ...): ignoring them could leave the broker less \
-         safe than configured. `crates/config/src/security.rs` lists them and why.\n\n"
+         have (a Java plugin class, an authorizer other than Kafka's StandardAuthorizer, a SASL \
+         listener offering only GSSAPI, a topic or config policy class, \
+         `delete.topic.enable=false`, ...): ignoring them could leave the broker less safe than \
+         configured. `crates/config/src/security.rs` lists them and why.\n\n"
     );
 }
 

@@ -10,9 +10,9 @@
 //! `Support::NotImplemented` means "accepted, logged once, ignored". That is allowed only for
 //! keys whose being ignored can never leave the broker less safe than configured; a value that
 //! demands authentication, encryption, authorization or a refusal Skiff does not implement
-//! (a TLS/SASL listener, `authorizer.class.name`, `delete.topic.enable=false`, ...) is refused
-//! at start by [`crate::security::check`], whose module doc lists every such key and why the
-//! others (e.g. `ssl.client.auth`, `sasl.enabled.mechanisms`) are harmless.
+//! (a Java plugin class, an authorizer other than the StandardAuthorizer, a SASL listener with
+//! no mechanism Skiff offers, `delete.topic.enable=false`, ...) is refused at start by
+//! [`crate::security::check`], whose module doc lists every such key.
 
 mod broker_keys;
 mod topic_keys;
