@@ -55,7 +55,8 @@ impl ScramMechanism {
     pub const MIN_ITERATIONS: i32 = 4096;
     pub const MAX_ITERATIONS: i32 = 16384;
 
-    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+    /// `HMAC(key, data)` with this mechanism's hash (RFC 5802 `HMAC`).
+    pub fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         match self {
             ScramMechanism::Sha256 => {
                 let Ok(mut m) = Hmac::<Sha256>::new_from_slice(key) else {
@@ -74,10 +75,19 @@ impl ScramMechanism {
         }
     }
 
-    fn hash(self, data: &[u8]) -> Vec<u8> {
+    /// `H(data)`: this mechanism's hash (RFC 5802 `H`).
+    pub fn hash(self, data: &[u8]) -> Vec<u8> {
         match self {
             ScramMechanism::Sha256 => Sha256::digest(data).to_vec(),
             ScramMechanism::Sha512 => Sha512::digest(data).to_vec(),
+        }
+    }
+
+    /// The length of `H` and `HMAC` outputs: stored keys, server keys and proofs (32 or 64).
+    pub fn output_len(self) -> usize {
+        match self {
+            ScramMechanism::Sha256 => 32,
+            ScramMechanism::Sha512 => 64,
         }
     }
 
