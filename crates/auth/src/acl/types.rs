@@ -5,8 +5,10 @@
 //! Invariant: `from_code(c).code() == c` for every known code; an unknown code maps to
 //! `Unknown`, which no binding stored by the authorizer ever holds.
 
+use std::fmt;
+
 macro_rules! code_enum {
-    ($(#[$m:meta])* $name:ident { $($v:ident = $c:expr),+ $(,)? }) => {
+    ($(#[$m:meta])* $name:ident { $($v:ident = $c:expr => $s:expr),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $name { $($v),+ }
@@ -17,8 +19,15 @@ macro_rules! code_enum {
             pub fn from_code(c: i8) -> Self {
                 match c { $($c => $name::$v,)+ _ => $name::Unknown }
             }
+            /// Kafka's Java enum constant (`TRANSACTIONAL_ID`), as its messages print it.
+            pub fn kafka_name(self) -> &'static str { match self { $($name::$v => $s),+ } }
             /// Every value, `Unknown` first.
             pub const ALL: &'static [$name] = &[$($name::$v),+];
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.kafka_name())
+            }
         }
     };
 }
@@ -26,57 +35,57 @@ macro_rules! code_enum {
 code_enum!(
     /// `ResourceType`.
     ResourceType {
-        Unknown = 0,
-        Any = 1,
-        Topic = 2,
-        Group = 3,
-        Cluster = 4,
-        TransactionalId = 5,
-        DelegationToken = 6,
-        User = 7,
+        Unknown = 0 => "UNKNOWN",
+        Any = 1 => "ANY",
+        Topic = 2 => "TOPIC",
+        Group = 3 => "GROUP",
+        Cluster = 4 => "CLUSTER",
+        TransactionalId = 5 => "TRANSACTIONAL_ID",
+        DelegationToken = 6 => "DELEGATION_TOKEN",
+        User = 7 => "USER",
     }
 );
 
 code_enum!(
     /// `PatternType`.
     PatternType {
-        Unknown = 0,
-        Any = 1,
-        Match = 2,
-        Literal = 3,
-        Prefixed = 4,
+        Unknown = 0 => "UNKNOWN",
+        Any = 1 => "ANY",
+        Match = 2 => "MATCH",
+        Literal = 3 => "LITERAL",
+        Prefixed = 4 => "PREFIXED",
     }
 );
 
 code_enum!(
     /// `AclOperation`.
     AclOperation {
-        Unknown = 0,
-        Any = 1,
-        All = 2,
-        Read = 3,
-        Write = 4,
-        Create = 5,
-        Delete = 6,
-        Alter = 7,
-        Describe = 8,
-        ClusterAction = 9,
-        DescribeConfigs = 10,
-        AlterConfigs = 11,
-        IdempotentWrite = 12,
-        CreateTokens = 13,
-        DescribeTokens = 14,
-        TwoPhaseCommit = 15,
+        Unknown = 0 => "UNKNOWN",
+        Any = 1 => "ANY",
+        All = 2 => "ALL",
+        Read = 3 => "READ",
+        Write = 4 => "WRITE",
+        Create = 5 => "CREATE",
+        Delete = 6 => "DELETE",
+        Alter = 7 => "ALTER",
+        Describe = 8 => "DESCRIBE",
+        ClusterAction = 9 => "CLUSTER_ACTION",
+        DescribeConfigs = 10 => "DESCRIBE_CONFIGS",
+        AlterConfigs = 11 => "ALTER_CONFIGS",
+        IdempotentWrite = 12 => "IDEMPOTENT_WRITE",
+        CreateTokens = 13 => "CREATE_TOKENS",
+        DescribeTokens = 14 => "DESCRIBE_TOKENS",
+        TwoPhaseCommit = 15 => "TWO_PHASE_COMMIT",
     }
 );
 
 code_enum!(
     /// `AclPermissionType`.
     AclPermission {
-        Unknown = 0,
-        Any = 1,
-        Deny = 2,
-        Allow = 3,
+        Unknown = 0 => "UNKNOWN",
+        Any = 1 => "ANY",
+        Deny = 2 => "DENY",
+        Allow = 3 => "ALLOW",
     }
 );
 
@@ -84,6 +93,8 @@ code_enum!(
 pub const CLUSTER_RESOURCE_NAME: &str = "kafka-cluster";
 /// The wildcard resource name and host (`*`).
 pub const WILDCARD: &str = "*";
+/// The ACL principal that matches every principal (`User:*`; only the `User` type has one).
+pub const WILDCARD_PRINCIPAL: &str = "User:*";
 
 /// One ACL: a resource pattern plus an access control entry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -124,5 +135,28 @@ mod tests {
         assert_eq!(ResourceType::User.code(), 7);
         assert_eq!(PatternType::Prefixed.code(), 4);
         assert_eq!(AclPermission::Allow.code(), 3);
+    }
+
+    #[test]
+    fn kafka_names() {
+        assert_eq!(
+            ResourceType::TransactionalId.to_string(),
+            "TRANSACTIONAL_ID"
+        );
+        assert_eq!(
+            ResourceType::DelegationToken.kafka_name(),
+            "DELEGATION_TOKEN"
+        );
+        assert_eq!(
+            AclOperation::IdempotentWrite.to_string(),
+            "IDEMPOTENT_WRITE"
+        );
+        assert_eq!(AclOperation::TwoPhaseCommit.to_string(), "TWO_PHASE_COMMIT");
+        assert_eq!(
+            AclOperation::DescribeConfigs.to_string(),
+            "DESCRIBE_CONFIGS"
+        );
+        assert_eq!(PatternType::Match.to_string(), "MATCH");
+        assert_eq!(AclPermission::Unknown.to_string(), "UNKNOWN");
     }
 }
