@@ -689,6 +689,9 @@ pub fn is_forwarded(key: skiff_protocol::ApiKey) -> bool {
             | K::AlterConfigs
             | K::IncrementalAlterConfigs
             | K::ElectLeaders
+            | K::CreateAcls
+            | K::DeleteAcls
+            | K::AlterUserScramCredentials
     )
 }
 

@@ -19,6 +19,7 @@
 //! connection are always in request order.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acl_sync;
 pub mod admin_http;
 pub mod authz;
 pub mod broker;

@@ -59,9 +59,6 @@ const API_DIFFERENCES: &[ApiDifference] = &[
         Some((0, 4)),
         "TxnOffsetCommit v5 is transactions v2 (KIP-890 part 2), not built: #18 follow-up",
     ),
-    (29, Some((1, 3)), None, "DescribeAcls: #19"),
-    (30, Some((1, 3)), None, "CreateAcls: #19"),
-    (31, Some((1, 3)), None, "DeleteAcls: #19"),
     (36, Some((0, 2)), None, "SaslAuthenticate: #19"),
     (38, Some((1, 3)), None, "CreateDelegationToken: #19"),
     (39, Some((1, 2)), None, "RenewDelegationToken: #19"),
@@ -69,8 +66,6 @@ const API_DIFFERENCES: &[ApiDifference] = &[
     (41, Some((1, 3)), None, "DescribeDelegationToken: #19"),
     (48, Some((0, 1)), None, "DescribeClientQuotas: #20"),
     (49, Some((0, 1)), None, "AlterClientQuotas: #20"),
-    (50, Some((0, 0)), None, "DescribeUserScramCredentials: #19"),
-    (51, Some((0, 0)), None, "AlterUserScramCredentials: #19"),
     (57, Some((0, 2)), None, "UpdateFeatures: #16"),
     (
         60,

@@ -23,21 +23,26 @@ pub mod alter_configs;
 pub mod alter_partition;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub(crate) mod authz_ops;
 pub mod broker_heartbeat;
 pub mod broker_registration;
 mod config_changes;
+pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
+pub mod describe_user_scram_credentials;
 pub mod elect_leaders;
 pub mod fetch;
 pub mod incremental_alter_configs;
@@ -178,6 +183,11 @@ pub const APIS: &[ApiKey] = &[
     ApiKey::TxnOffsetCommit,
     ApiKey::DescribeTransactions,
     ApiKey::ListTransactions,
+    ApiKey::CreateAcls,
+    ApiKey::DescribeAcls,
+    ApiKey::DeleteAcls,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::AlterUserScramCredentials,
 ];
 
 /// APIs served on controller listeners only (Kafka's `"listeners": ["controller"]`), beside
@@ -294,6 +304,13 @@ pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
         RequestBody::TxnOffsetCommit(r) => txn_offset_commit::handle(ctx, r),
         RequestBody::DescribeTransactions(r) => describe_transactions::handle(ctx, r),
         RequestBody::ListTransactions(r) => list_transactions::handle(ctx, r),
+        RequestBody::CreateAcls(r) => create_acls::handle(ctx, r),
+        RequestBody::DescribeAcls(r) => describe_acls::handle(ctx, r),
+        RequestBody::DeleteAcls(r) => delete_acls::handle(ctx, r),
+        RequestBody::DescribeUserScramCredentials(r) => {
+            describe_user_scram_credentials::handle(ctx, r)
+        }
+        RequestBody::AlterUserScramCredentials(r) => alter_user_scram_credentials::handle(ctx, r),
         // Every API the codec knows is served today; keep the arm for APIs added later.
         #[allow(unreachable_patterns)]
         other => Reply::Close(format!("{} is not served", other.api_key().name())),
@@ -357,6 +374,11 @@ mod tests {
                 (28, Some((0, 4))),
                 (65, Some((0, 0))),
                 (66, Some((0, 1))),
+                (30, Some((1, 3))),
+                (29, Some((1, 3))),
+                (31, Some((1, 3))),
+                (50, Some((0, 0))),
+                (51, Some((0, 0))),
             ]
         );
         assert!(!is_served(ApiKey::Produce, 2));
