@@ -18,6 +18,7 @@
 //! to N nodes later). Everything panics with a precise message on failure: this is test code,
 //! and a panic is how a test reports.
 
+pub mod certs;
 pub mod client;
 pub mod cluster;
 pub mod in_process;
