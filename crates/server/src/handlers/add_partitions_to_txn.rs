@@ -8,7 +8,16 @@
 //! (is this partition already in the producer's ongoing transaction?). Each transaction goes
 //! to its own shard; the answers are merged in request order. A transaction whose shard is
 //! elsewhere or loading gets that error on each of its partitions.
+//!
+//! Authorization (issue 19), as Kafka's `handleAddPartitionsToTxnRequest`. v0-3: WRITE on the
+//! transactional id (refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); then
+//! per partition, before the existence check: an internal topic (never addable by a client)
+//! or a topic without WRITE answers TOPIC_AUTHORIZATION_FAILED, an unknown partition
+//! UNKNOWN_TOPIC_OR_PARTITION, and if any did, the rest OPERATION_NOT_ATTEMPTED and the
+//! coordinator is not asked. v4-5 (broker to broker): CLUSTER_ACTION on the cluster, else the
+//! whole request answers a top-level CLUSTER_AUTHORIZATION_FAILED.
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_protocol::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
     AddPartitionsToTxnResult, AddPartitionsToTxnTopic, AddPartitionsToTxnTopicResult,
@@ -16,45 +25,63 @@ use skiff_protocol::{
 };
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 
 /// v4+ carry a batch of transactions.
 const BATCHED_MIN_VERSION: i16 = 4;
 
 pub fn handle(ctx: &RequestContext<'_>, req: AddPartitionsToTxnRequest) -> Reply {
+    let authz = Checker::new(ctx);
     if ctx.api_version >= BATCHED_MIN_VERSION {
+        if !authz.cluster(AclOperation::ClusterAction) {
+            return Reply::Now(ResponseBody::AddPartitionsToTxn(
+                AddPartitionsToTxnResponse {
+                    error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+                    ..AddPartitionsToTxnResponse::default()
+                },
+            ));
+        }
         return batched(ctx, req);
     }
-    let image = ctx.broker.image();
-    let unknown = req.v3_and_below_topics.iter().any(|t| {
-        t.partitions.iter().any(|p| {
-            image
-                .topic(&t.name)
-                .is_none_or(|i| !(0..i.partitions).contains(p))
-        })
-    });
-    if unknown {
-        let results = req
-            .v3_and_below_topics
-            .iter()
-            .map(|t| {
-                let info = image.topic(&t.name);
-                topic_result(t, |p| {
-                    if info.is_some_and(|i| (0..i.partitions).contains(&p)) {
-                        ErrorCode::OperationNotAttempted
-                    } else {
-                        ErrorCode::UnknownTopicOrPartition
-                    }
-                })
-            })
-            .collect();
-        return Reply::Now(ResponseBody::AddPartitionsToTxn(
-            AddPartitionsToTxnResponse {
-                results_by_topic_v3_and_below: results,
-                ..AddPartitionsToTxnResponse::default()
-            },
-        ));
+    if !authz.allows(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        &req.v3_and_below_transactional_id,
+    ) {
+        return Reply::Now(v3_response(&req.v3_and_below_topics, |_, _| {
+            ErrorCode::TransactionalIdAuthorizationFailed
+        }));
     }
+    let image = ctx.broker.image();
+    let authorized: Vec<bool> = req
+        .v3_and_below_topics
+        .iter()
+        .map(|t| !is_internal(&t.name) && authz.topic(AclOperation::Write, &t.name))
+        .collect();
+    let check = |i: usize, t: &AddPartitionsToTxnTopic, p: i32| {
+        if !authorized.get(i).copied().unwrap_or(false) {
+            Some(ErrorCode::TopicAuthorizationFailed)
+        } else if image
+            .topic(&t.name)
+            .is_none_or(|info| !(0..info.partitions).contains(&p))
+        {
+            Some(ErrorCode::UnknownTopicOrPartition)
+        } else {
+            None
+        }
+    };
+    let failed = req
+        .v3_and_below_topics
+        .iter()
+        .enumerate()
+        .any(|(i, t)| t.partitions.iter().any(|p| check(i, t, *p).is_some()));
+    if failed {
+        return Reply::Now(v3_response(&req.v3_and_below_topics, |i, (t, p)| {
+            check(i, t, p).unwrap_or(ErrorCode::OperationNotAttempted)
+        }));
+    }
+    drop(image);
     let topics = req.v3_and_below_topics.clone();
     let answer = ctx.broker.txns.call(
         ctx.broker,
@@ -106,6 +133,26 @@ fn batched(ctx: &RequestContext<'_>, req: AddPartitionsToTxnRequest) -> Reply {
             ..AddPartitionsToTxnResponse::default()
         })
     }))
+}
+
+/// Kafka's `Topic.isInternal`: topics a client never adds to a transaction itself.
+fn is_internal(topic: &str) -> bool {
+    topic == crate::coordinator::OFFSETS_TOPIC || topic == crate::txn::TXN_TOPIC
+}
+
+/// A v0-3 answer with `code(topic index, (topic, partition))` on each requested partition.
+fn v3_response(
+    topics: &[AddPartitionsToTxnTopic],
+    code: impl Fn(usize, (&AddPartitionsToTxnTopic, i32)) -> ErrorCode,
+) -> ResponseBody {
+    ResponseBody::AddPartitionsToTxn(AddPartitionsToTxnResponse {
+        results_by_topic_v3_and_below: topics
+            .iter()
+            .enumerate()
+            .map(|(i, t)| topic_result(t, |p| code(i, (t, p))))
+            .collect(),
+        ..AddPartitionsToTxnResponse::default()
+    })
 }
 
 fn transaction_error(

@@ -1,9 +1,14 @@
 //! DeleteGroups (42), v0-2: the named groups are split by shard, each shard deletes its own
 //! (NON_EMPTY_GROUP while members exist, GROUP_ID_NOT_FOUND for unknown ones) and the results
 //! are merged back into request order. Answered once every shard's tombstones are appended.
+//!
+//! Authorization (issue 19), as Kafka's `handleDeleteGroupsRequest`: DELETE on each group; the
+//! refused groups never reach a shard and answer GROUP_AUTHORIZATION_FAILED, listed (as in
+//! Kafka) after the results of the others.
 
 use std::collections::BTreeMap;
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_group::Response;
 use skiff_protocol::{
     DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse, ResponseBody,
@@ -11,6 +16,7 @@ use skiff_protocol::{
 use skiff_types::ErrorCode;
 use tokio::sync::oneshot;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 use crate::coordinator::{Answer, Caller, ShardResult};
 
@@ -25,7 +31,19 @@ enum Outcome {
     Waiting(oneshot::Receiver<ShardResult>),
 }
 
-pub fn handle(ctx: &RequestContext<'_>, req: DeleteGroupsRequest) -> Reply {
+pub fn handle(ctx: &RequestContext<'_>, mut req: DeleteGroupsRequest) -> Reply {
+    let authz = Checker::new(ctx);
+    let (allowed, refused): (Vec<String>, Vec<String>) = std::mem::take(&mut req.groups_names)
+        .into_iter()
+        .partition(|id| authz.allows(AclOperation::Delete, ResourceType::Group, id));
+    req.groups_names = allowed;
+    let refused: Vec<DeletableGroupResult> = refused
+        .into_iter()
+        .map(|group_id| DeletableGroupResult {
+            group_id,
+            error_code: ErrorCode::GroupAuthorizationFailed.code(),
+        })
+        .collect();
     let coordinator = &ctx.broker.groups;
     let mut by_partition: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
     for (i, id) in req.groups_names.iter().enumerate() {
@@ -52,7 +70,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: DeleteGroupsRequest) -> Reply {
     }
     let names = req.groups_names;
     if parts.iter().all(|p| matches!(p.outcome, Outcome::Done(_))) {
-        return Reply::Now(merge(names, parts));
+        return Reply::Now(merge(names, parts, refused));
     }
     Reply::Later(Box::pin(async move {
         let mut done = Vec::with_capacity(parts.len());
@@ -69,7 +87,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: DeleteGroupsRequest) -> Reply {
                 outcome,
             });
         }
-        merge(names, done)
+        merge(names, done, refused)
     }))
 }
 
@@ -83,7 +101,8 @@ fn codes(r: ShardResult, n: usize) -> Result<Vec<i16>, ErrorCode> {
     }
 }
 
-fn merge(names: Vec<String>, parts: Vec<Part>) -> ResponseBody {
+/// The shards' results in request order, then the refused groups.
+fn merge(names: Vec<String>, parts: Vec<Part>, refused: Vec<DeletableGroupResult>) -> ResponseBody {
     let mut code_of = vec![ErrorCode::UnknownServerError.code(); names.len()];
     for p in parts {
         let Outcome::Done(r) = p.outcome else {
@@ -106,6 +125,7 @@ fn merge(names: Vec<String>, parts: Vec<Part>) -> ResponseBody {
                 group_id,
                 error_code,
             })
+            .chain(refused)
             .collect(),
         ..DeleteGroupsResponse::default()
     })

@@ -5,7 +5,14 @@
 //! on first use here, as Kafka does (COORDINATOR_NOT_AVAILABLE, retriable, if that fails).
 //! Key type 1 (transaction, issue 18): the same for `__transaction_state` and the
 //! transactional id's partition. Any other key type is INVALID_REQUEST. v0-3 carry one key and a top-level answer.
+//!
+//! Authorization (issue 19), as Kafka's `getCoordinator`, per key and before anything else
+//! (the internal topic is not created for a refused key): DESCRIBE on the group (refused:
+//! GROUP_AUTHORIZATION_FAILED) or on the transactional id (refused:
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED), answered with no node (-1, "", -1); v0-3 also carry
+//! Kafka's error message.
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_protocol::{Coordinator, FindCoordinatorRequest, FindCoordinatorResponse, ResponseBody};
 use skiff_types::ErrorCode;
 
@@ -48,6 +55,29 @@ fn find(ctx: &RequestContext<'_>, key_type: i8, key: &str) -> Coordinator {
         error_code: code.code(),
         error_message: Some(message),
     };
+    let refused = match key_type {
+        KEY_TYPE_GROUP => (!ctx.authorize(AclOperation::Describe, ResourceType::Group, key))
+            .then_some((
+                ErrorCode::GroupAuthorizationFailed,
+                "Group authorization failed.",
+            )),
+        KEY_TYPE_TRANSACTION => {
+            (!ctx.authorize(AclOperation::Describe, ResourceType::TransactionalId, key)).then_some(
+                (
+                    ErrorCode::TransactionalIdAuthorizationFailed,
+                    "Transactional Id authorization failed.",
+                ),
+            )
+        }
+        _ => None,
+    };
+    if let Some((code, message)) = refused {
+        // Kafka's v4+ handler leaves the per-key message null; v0-3 carry `Errors.message`.
+        return Coordinator {
+            error_message: (ctx.api_version < BATCHED_MIN_VERSION).then(|| message.to_string()),
+            ..failed(code, String::new())
+        };
+    }
     let (partition, topic) = match key_type {
         KEY_TYPE_GROUP => {
             if let Err(e) = ctx.broker.groups.ensure_topic(ctx.broker) {

@@ -2,13 +2,20 @@
 //! every coordinator shard loaded on this node, filtered by state, producer id and (v1)
 //! running time; unknown state names are echoed in `unknown_state_filters`. While some owned
 //! shard is still loading the answer is COORDINATOR_LOAD_IN_PROGRESS, as Kafka's.
+//!
+//! Authorization (issue 19), as Kafka's `handleListTransactionsRequest`: only the
+//! transactions whose transactional id the principal may DESCRIBE are listed (no error for
+//! the others).
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_protocol::{ListTransactionsRequest, ListTransactionsResponse, ResponseBody};
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: ListTransactionsRequest) -> Reply {
+    let authz = Checker::new(ctx);
     let now = ctx.broker.now_ms();
     let duration = if ctx.api_version >= 1 {
         req.duration_filter
@@ -28,7 +35,18 @@ pub fn handle(ctx: &RequestContext<'_>, req: ListTransactionsRequest) -> Reply {
     } else {
         ListTransactionsResponse {
             unknown_state_filters: unknown,
-            transaction_states: lists.iter().flatten().map(|l| l.to_list_state()).collect(),
+            transaction_states: lists
+                .iter()
+                .flatten()
+                .map(|l| l.to_list_state())
+                .filter(|s| {
+                    authz.allows(
+                        AclOperation::Describe,
+                        ResourceType::TransactionalId,
+                        &s.transactional_id,
+                    )
+                })
+                .collect(),
             ..ListTransactionsResponse::default()
         }
     };

@@ -7,15 +7,23 @@
 //! UNKNOWN_TOPIC_OR_PARTITION and nothing is stored for it. When no partition is left the
 //! answer is immediate (the group is not looked at). The response lists every requested
 //! partition in request order (issue 15 item 5).
+//!
+//! Authorization (issue 19), as Kafka's `handleOffsetCommitRequest`: READ on the group first
+//! (refused: GROUP_AUTHORIZATION_FAILED on every partition, nothing else looked at), then
+//! READ on each topic, before the existence check: an unauthorized topic's partitions answer
+//! TOPIC_AUTHORIZATION_FAILED whether the topic exists or not, and never reach the
+//! coordinator.
 
 use std::collections::HashMap;
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_protocol::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic, ResponseBody,
 };
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 use crate::coordinator::{Caller, reply};
 
@@ -23,28 +31,32 @@ use crate::coordinator::{Caller, reply};
 type Shape = Vec<(String, Vec<(i32, Option<ErrorCode>)>)>;
 
 pub fn handle(ctx: &RequestContext<'_>, mut req: OffsetCommitRequest) -> Reply {
+    let authz = Checker::new(ctx);
+    if !authz.allows(AclOperation::Read, ResourceType::Group, &req.group_id) {
+        let shape = request_shape(&req, |_, _, _| Some(ErrorCode::GroupAuthorizationFailed));
+        return Reply::Now(merged(shape, |_, _| ErrorCode::None.code()));
+    }
     let image = ctx.broker.image();
     let known = |topic: &str, partition: i32| {
         image
             .topic(topic)
             .is_some_and(|info| (0..info.partitions).contains(&partition))
     };
-    let shape: Shape = req
+    let authorized: Vec<bool> = req
         .topics
         .iter()
-        .map(|t| {
-            let parts = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let code = (!known(&t.name, p.partition_index))
-                        .then_some(ErrorCode::UnknownTopicOrPartition);
-                    (p.partition_index, code)
-                })
-                .collect();
-            (t.name.clone(), parts)
-        })
+        .map(|t| authz.topic(AclOperation::Read, &t.name))
         .collect();
+    let shape = request_shape(&req, |i, topic, partition| {
+        if !authorized.get(i).copied().unwrap_or(false) {
+            Some(ErrorCode::TopicAuthorizationFailed)
+        } else {
+            (!known(topic, partition)).then_some(ErrorCode::UnknownTopicOrPartition)
+        }
+    });
+    let mut allowed = authorized.iter();
+    req.topics
+        .retain(|_| allowed.next().copied().unwrap_or(false));
     for t in &mut req.topics {
         t.partitions.retain(|p| known(&t.name, p.partition_index));
     }
@@ -70,6 +82,25 @@ pub fn handle(ctx: &RequestContext<'_>, mut req: OffsetCommitRequest) -> Reply {
         }
         other => other,
     }
+}
+
+/// The requested partitions in request order, each with `code(topic index, topic, partition)`.
+fn request_shape(
+    req: &OffsetCommitRequest,
+    mut code: impl FnMut(usize, &str, i32) -> Option<ErrorCode>,
+) -> Shape {
+    req.topics
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let parts = t
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, code(i, &t.name, p.partition_index)))
+                .collect();
+            (t.name.clone(), parts)
+        })
+        .collect()
 }
 
 /// The full response: the partitions answered here keep their code, the others get

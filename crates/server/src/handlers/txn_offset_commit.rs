@@ -12,17 +12,25 @@
 //! immediate. The response lists every requested partition in request order (as OffsetCommit
 //! does here). v0-1 clients are answered COORDINATOR_NOT_AVAILABLE instead of
 //! COORDINATOR_LOAD_IN_PROGRESS (Kafka: clients before 2.0 did not expect the latter).
+//!
+//! Authorization (issue 19), as Kafka's `handleTxnOffsetCommitRequest`: WRITE on the
+//! transactional id (refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), then
+//! READ on the group (GROUP_AUTHORIZATION_FAILED on every partition), then READ on each topic
+//! before the existence check (TOPIC_AUTHORIZATION_FAILED on its partitions, whether the
+//! topic exists or not; they never reach the coordinator).
 //! Not done: Kafka 4's KIP-890 verification of the producer's transaction with the
 //! transaction coordinator before the write.
 
 use std::collections::HashMap;
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_protocol::{
     ResponseBody, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 use crate::coordinator::{Caller, reply};
 
@@ -34,28 +42,43 @@ type Shape = Vec<(String, Vec<(i32, Option<ErrorCode>)>)>;
 
 pub fn handle(ctx: &RequestContext<'_>, mut req: TxnOffsetCommitRequest) -> Reply {
     let version = ctx.api_version;
+    let authz = Checker::new(ctx);
+    let refused = if !authz.allows(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        &req.transactional_id,
+    ) {
+        Some(ErrorCode::TransactionalIdAuthorizationFailed)
+    } else if !authz.allows(AclOperation::Read, ResourceType::Group, &req.group_id) {
+        Some(ErrorCode::GroupAuthorizationFailed)
+    } else {
+        None
+    };
+    if let Some(code) = refused {
+        let shape = request_shape(&req, |_, _, _| Some(code));
+        return Reply::Now(merged(shape, |_, _| ErrorCode::None.code()));
+    }
     let image = ctx.broker.image();
     let known = |topic: &str, partition: i32| {
         image
             .topic(topic)
             .is_some_and(|info| (0..info.partitions).contains(&partition))
     };
-    let shape: Shape = req
+    let authorized: Vec<bool> = req
         .topics
         .iter()
-        .map(|t| {
-            let parts = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let code = (!known(&t.name, p.partition_index))
-                        .then_some(ErrorCode::UnknownTopicOrPartition);
-                    (p.partition_index, code)
-                })
-                .collect();
-            (t.name.clone(), parts)
-        })
+        .map(|t| authz.topic(AclOperation::Read, &t.name))
         .collect();
+    let shape = request_shape(&req, |i, topic, partition| {
+        if !authorized.get(i).copied().unwrap_or(false) {
+            Some(ErrorCode::TopicAuthorizationFailed)
+        } else {
+            (!known(topic, partition)).then_some(ErrorCode::UnknownTopicOrPartition)
+        }
+    });
+    let mut allowed = authorized.iter();
+    req.topics
+        .retain(|_| allowed.next().copied().unwrap_or(false));
     for t in &mut req.topics {
         t.partitions.retain(|p| known(&t.name, p.partition_index));
     }
@@ -83,6 +106,25 @@ pub fn handle(ctx: &RequestContext<'_>, mut req: TxnOffsetCommitRequest) -> Repl
         })),
         other => other,
     }
+}
+
+/// The requested partitions in request order, each with `code(topic index, topic, partition)`.
+fn request_shape(
+    req: &TxnOffsetCommitRequest,
+    mut code: impl FnMut(usize, &str, i32) -> Option<ErrorCode>,
+) -> Shape {
+    req.topics
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let parts = t
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, code(i, &t.name, p.partition_index)))
+                .collect();
+            (t.name.clone(), parts)
+        })
+        .collect()
 }
 
 /// The full response: the partitions answered here keep their code, the others get
