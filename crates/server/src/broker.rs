@@ -213,7 +213,10 @@ impl Broker {
             metrics: crate::metrics::Metrics::new(),
             groups,
             txns,
-            authz: crate::authz::Authz::disabled(),
+            authz: match &settings.security.authorizer {
+                Some(c) => crate::authz::Authz::enabled(c.clone()),
+                None => crate::authz::Authz::disabled(),
+            },
             settings,
             topic_configs,
             replicas,

@@ -30,21 +30,23 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use skiff_protocol::{
-    ApiKey, Chunk, ChunkedWriter, DecodeError, ResponseBody, decode_request, encode_response,
+    ApiKey, Chunk, ChunkedWriter, DecodeError, RequestBody, ResponseBody, decode_request,
+    encode_response,
 };
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 
 use crate::broker::Broker;
 use crate::handlers::{self, LaterResponse, ListenerInfo, Reply, RequestContext};
 use crate::metrics::{self, RequestTimes};
-use crate::sendfile::send_region;
 use crate::stats::ServerStats;
+use transport::Writer;
 
+pub mod sasl;
 pub mod sniff;
+pub mod transport;
 
 /// Smallest valid request frame: api key, version, correlation id.
 const FRAME_BYTES_MIN: usize = 8;
@@ -99,6 +101,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             idle,
             partial,
         }
+    }
+
+    /// Changes the largest accepted frame (SASL: `sasl.server.max.receive.size` until
+    /// authentication completes).
+    pub fn set_frame_bytes_max(&mut self, max: usize) {
+        self.frame_bytes_max = max;
     }
 
     fn deadline_after(&self, d: Duration) -> Instant {
@@ -204,6 +212,8 @@ struct Outgoing {
     charged: usize,
     /// The reader's stamps (issue 20; zero-sized when metrics are compiled out).
     times: RequestTimes,
+    /// Close the connection once this reply is written (a failed SASL authentication).
+    close_after: bool,
 }
 
 /// Serves one accepted connection until the client leaves, a bad frame, or shutdown.
@@ -217,10 +227,31 @@ pub async fn serve(
     let s = &broker.settings;
     let idle = Duration::from_millis(s.connection_idle_ms_max.max(1));
     let partial = Duration::from_millis(s.partial_frame_ms_max.max(1));
-    let (rd, wr) = stream.into_split();
+    let security = s.security.listener(&listener.name);
+    let (rd, wr, tls_principal) = match transport::accept(stream, &security, partial).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::info!(%peer, listener = %listener.name, error = %e, "closing connection");
+            return;
+        }
+    };
+    let mut gate = sasl::SaslGate::new(
+        if security.protocol.is_sasl() {
+            security.mechanisms.clone()
+        } else {
+            Vec::new()
+        },
+        s.security.reauth_ms,
+    );
     let mut frames = FrameReader::new(
         rd,
-        s.socket_request_bytes_max,
+        if gate.authenticated() {
+            s.socket_request_bytes_max
+        } else {
+            s.security
+                .sasl_receive_bytes_max
+                .min(s.socket_request_bytes_max)
+        },
         idle,
         partial,
         broker.clock.clone(),
@@ -241,7 +272,24 @@ pub async fn serve(
 
     // Counts the close when dropped, at the end of this function (after the writer is done).
     let conn_metrics = broker.metrics.connection_opened(&listener.name);
-    let principal = skiff_auth::principal::KafkaPrincipal::anonymous();
+    let mut principal =
+        tls_principal.unwrap_or_else(skiff_auth::principal::KafkaPrincipal::anonymous);
+    // SASL session times: milliseconds of the broker's monotonic clock since this connection.
+    let opened = broker.clock.now();
+    let mono_ms = || {
+        u64::try_from(
+            broker
+                .clock
+                .now()
+                .saturating_duration_since(opened)
+                .as_millis(),
+        )
+        .unwrap_or(u64::MAX)
+    };
+    let creds = BrokerCredentials {
+        broker: &broker,
+        plain_users: &security.plain_users,
+    };
     loop {
         // Set when the reply is a parked group request that holds the connection.
         let mut held: Option<tokio::sync::oneshot::Receiver<()>> = None;
@@ -274,6 +322,10 @@ pub async fn serve(
         let untimed = RequestTimes::new(received, received, received);
         // issue 16: the quorum's private API keys, served on a controller listener only.
         if frame.len() >= 2 && skiff_raft::is_raft_key(i16::from_be_bytes([frame[0], frame[1]])) {
+            if !gate.authenticated() {
+                tracing::info!(%peer, "closing connection: a metadata-quorum request before SASL authentication");
+                break;
+            }
             let Some(quorum) = broker.quorum.as_ref().filter(|_| listener.controller) else {
                 tracing::info!(%peer, "closing connection: a metadata-quorum request on a listener that does not serve the quorum");
                 break;
@@ -286,6 +338,39 @@ pub async fn serve(
                 body: Body::Raw(Box::pin(async move { quorum.handle_rpc(frame).await })),
                 charged: size,
                 times: untimed,
+                close_after: false,
+            };
+            budget.take(out.charged);
+            if tx.send(out).await.is_err() {
+                break;
+            }
+            continue;
+        }
+        if gate.expects_raw_token() {
+            // After a v0 SaslHandshake: the frame is a raw SASL token, answered by one.
+            let now = mono_ms();
+            let Ok(token) = gate.raw_token(&frame, &creds, now) else {
+                tracing::info!(%peer, "closing connection: SASL authentication failed");
+                break;
+            };
+            authenticated(
+                &gate,
+                &mut principal,
+                &mut frames,
+                s.socket_request_bytes_max,
+            );
+            let mut raw = BytesMut::with_capacity(4 + token.len());
+            raw.extend_from_slice(&i32::try_from(token.len()).unwrap_or(0).to_be_bytes());
+            raw.extend_from_slice(&token);
+            let raw = raw.freeze();
+            let out = Outgoing {
+                correlation_id: 0,
+                api_key: ApiKey::SaslAuthenticate,
+                version: 0,
+                body: Body::Raw(Box::pin(async move { Some(raw) })),
+                charged: size,
+                times: untimed,
+                close_after: false,
             };
             budget.take(out.charged);
             if tx.send(out).await.is_err() {
@@ -297,23 +382,47 @@ pub async fn serve(
             Ok((header, body)) => {
                 let key = body.api_key();
                 let version = header.request_api_version;
+                if let Err(reason) = gate.admit(key, mono_ms()) {
+                    tracing::info!(%peer, api = key.name(), %reason, "closing connection");
+                    break;
+                }
                 tracing::trace!(%peer, api = key.name(), version, correlation_id = header.correlation_id, "request");
                 if !handlers::is_served_on(key, version, listener.controller) {
                     tracing::info!(%peer, api = key.name(), version, "closing connection: API version not served");
                     break;
                 }
-                let ctx = RequestContext {
-                    broker: &broker,
-                    listener: &listener,
-                    peer,
-                    api_version: version,
-                    correlation_id: header.correlation_id,
-                    client_id: header.client_id.as_deref(),
-                    principal: &principal,
-                };
                 conn_metrics.request(key, version);
                 let started = metrics::stamp(&broker.clock);
-                let reply = handlers::dispatch(&ctx, body);
+                let mut close_after = false;
+                let reply = match body {
+                    RequestBody::SaslHandshake(r) => {
+                        let a = gate.handshake(&r, version);
+                        close_after = a.close_after;
+                        Reply::Now(ResponseBody::SaslHandshake(a.response))
+                    }
+                    RequestBody::SaslAuthenticate(r) => {
+                        let now = mono_ms();
+                        let a = gate.authenticate(&r, version, &creds, now);
+                        close_after = a.close_after;
+                        if !a.close_after {
+                            let max = s.socket_request_bytes_max;
+                            authenticated(&gate, &mut principal, &mut frames, max);
+                        }
+                        Reply::Now(ResponseBody::SaslAuthenticate(a.response))
+                    }
+                    body => {
+                        let ctx = RequestContext {
+                            broker: &broker,
+                            listener: &listener,
+                            peer,
+                            api_version: version,
+                            correlation_id: header.correlation_id,
+                            client_id: header.client_id.as_deref(),
+                            principal: &principal,
+                        };
+                        handlers::dispatch(&ctx, body)
+                    }
+                };
                 let times = RequestTimes::new(received, started, metrics::stamp(&broker.clock));
                 let body = match reply {
                     Reply::Now(b) => Body::Now(b),
@@ -349,6 +458,7 @@ pub async fn serve(
                     body,
                     charged: 0,
                     times,
+                    close_after,
                 }
             }
             Err(DecodeError::UnsupportedApiVersion {
@@ -365,6 +475,7 @@ pub async fn serve(
                     body: Body::Now(handlers::api_versions::unsupported_version_response()),
                     charged: 0,
                     times: untimed,
+                    close_after: false,
                 }
             }
             Err(e) => {
@@ -380,9 +491,14 @@ pub async fn serve(
             charged: size + response_bytes,
             ..out
         };
+        let close_after = out.close_after;
         budget.take(out.charged);
         if tx.send(out).await.is_err() {
             break; // the writer stopped (peer gone or write failed)
+        }
+        if close_after {
+            tracing::info!(%peer, listener = %listener.name, "closing connection after a failed SASL exchange");
+            break;
         }
         if let Some(done) = held {
             // Kafka reads nothing more from a connection while its request is parked.
@@ -406,7 +522,7 @@ fn holds_connection(key: ApiKey) -> bool {
 }
 
 async fn write_loop(
-    mut wr: OwnedWriteHalf,
+    mut wr: Writer,
     mut rx: mpsc::Receiver<Outgoing>,
     budget: Arc<Budget>,
     timeout: Duration,
@@ -420,7 +536,11 @@ async fn write_loop(
                 let Some(frame) = f.await else {
                     break;
                 };
-                let written = tokio::time::timeout(timeout, wr.write_all(&frame)).await;
+                let written = tokio::time::timeout(timeout, async {
+                    wr.write_all(&frame).await?;
+                    wr.flush().await
+                })
+                .await;
                 budget.give_back(out.charged);
                 match written {
                     Ok(Ok(())) => continue,
@@ -458,13 +578,13 @@ async fn write_loop(
             }
         }
     }
-    let _ = wr.shutdown().await;
+    wr.shutdown().await;
 }
 
-/// Writes one response's chunks: bytes with `write_all`, file regions with `sendfile`,
-/// counting each kind in `stats` once written.
+/// Writes one response's chunks: bytes with `write_all`, file regions with `sendfile` (read
+/// and encrypted on TLS), counting each kind in `stats` once written.
 async fn write_chunks(
-    wr: &mut OwnedWriteHalf,
+    wr: &mut Writer,
     chunks: Vec<Chunk>,
     stats: &ServerStats,
 ) -> std::io::Result<()> {
@@ -474,19 +594,54 @@ async fn write_chunks(
                 wr.write_all(&b).await?;
                 stats.copied(b.len() as u64);
             }
-            Chunk::File(region) => {
-                send_region(wr.as_ref(), &region).await?;
-                stats.sent_by_sendfile(u64::from(region.len));
-            }
+            Chunk::File(region) => wr.write_region(&region, stats).await?,
         }
     }
-    Ok(())
+    wr.flush().await
+}
+
+/// After a SASL step: once the gate holds a principal, it is the connection's, and frames
+/// may be as large as `socket.request.max.bytes` again.
+fn authenticated<R: AsyncRead + Unpin>(
+    gate: &sasl::SaslGate,
+    principal: &mut skiff_auth::principal::KafkaPrincipal,
+    frames: &mut FrameReader<R>,
+    frame_bytes_max: usize,
+) {
+    if let Some(p) = gate.principal() {
+        if p != principal {
+            *principal = p.clone();
+        }
+        frames.set_frame_bytes_max(frame_bytes_max);
+    }
+}
+
+/// The credentials a SASL login checks: the listener's PLAIN users (JAAS) and the SCRAM
+/// credentials of the metadata image.
+struct BrokerCredentials<'a> {
+    broker: &'a Broker,
+    plain_users: &'a std::collections::BTreeMap<String, String>,
+}
+
+impl skiff_auth::sasl::Credentials for BrokerCredentials<'_> {
+    fn plain_password(&self, user: &str) -> Option<String> {
+        self.plain_users.get(user).cloned()
+    }
+
+    fn scram(
+        &self,
+        user: &str,
+        m: skiff_auth::sasl::ScramMechanism,
+    ) -> Option<skiff_auth::sasl::ScramCredential> {
+        crate::acl_sync::scram_credential(self.broker, user, m)
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
 
     fn reader(data: Vec<u8>) -> FrameReader<std::io::Cursor<Vec<u8>>> {
         FrameReader::new(

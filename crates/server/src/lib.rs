@@ -38,6 +38,7 @@ pub mod node_client;
 pub mod producer_ids;
 pub mod replica;
 pub mod scrubber;
+pub mod security;
 pub mod sendfile;
 pub mod server;
 pub mod settings;

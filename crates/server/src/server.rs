@@ -111,6 +111,7 @@ impl Server {
         // delivery delay (issue 8): the DSO timer
         crate::delivery::schedule_loaded(&broker);
         tokio::spawn(crate::delivery::run(Arc::clone(&broker)));
+        tokio::spawn(crate::security::reload_tls(Arc::clone(&broker)));
         let limits = ConnectionLimits::new(
             broker.settings.connections_max,
             broker.settings.connections_per_ip_max,

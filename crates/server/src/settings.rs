@@ -154,6 +154,8 @@ pub struct ServerSettings {
     pub txns: crate::txn::TxnSettings,
     /// `skiff.admin.listener` parsed: (host, port) of the admin HTTP port; `None` = not bound.
     pub admin_bind: Option<(String, u16)>,
+    /// Listener protocols, TLS, SASL and the authorizer (issue 19).
+    pub security: crate::security::SecuritySettings,
 }
 
 impl ServerSettings {
@@ -185,6 +187,7 @@ impl ServerSettings {
             groups: crate::coordinator::GroupSettings::default(),
             txns: crate::txn::TxnSettings::default(),
             admin_bind: None,
+            security: crate::security::SecuritySettings::default(),
         }
     }
 

@@ -17,6 +17,7 @@ mod admin;
 mod cli;
 mod dev;
 mod format;
+mod security;
 mod settings;
 mod summary;
 
@@ -169,6 +170,13 @@ fn serve(args: ServeArgs) -> ExitCode {
     // The one clock of this broker (issue 13 item 3): everything below reads time through it.
     let clock = skiff_types::Clock::system();
     let mut server_settings = settings::server_settings(&config, clock);
+    match security::security_settings(&config) {
+        Ok(sec) => server_settings.security = sec,
+        Err(e) => {
+            eprintln!("skiff: configuration error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    }
     match settings::admin_bind(&config) {
         Ok(bind) => server_settings.admin_bind = bind,
         Err(e) => {

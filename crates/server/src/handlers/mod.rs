@@ -188,6 +188,9 @@ pub const APIS: &[ApiKey] = &[
     ApiKey::DeleteAcls,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::AlterUserScramCredentials,
+    // Issue 19: answered by the connection itself (`connection::sasl`), not dispatched.
+    ApiKey::SaslHandshake,
+    ApiKey::SaslAuthenticate,
 ];
 
 /// APIs served on controller listeners only (Kafka's `"listeners": ["controller"]`), beside
@@ -379,6 +382,8 @@ mod tests {
                 (31, Some((1, 3))),
                 (50, Some((0, 0))),
                 (51, Some((0, 0))),
+                (17, Some((0, 1))),
+                (36, Some((0, 2))),
             ]
         );
         assert!(!is_served(ApiKey::Produce, 2));
