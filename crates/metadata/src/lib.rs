@@ -79,7 +79,9 @@ pub use log_dir::{
 pub use meta_log::{
     BlockingSection, Committed, LocalMetadataLog, METADATA_TOPIC, MetadataLog, QuorumState,
 };
-pub use security::{AclDeleteResult, AclFilter, AclMap, ApiError, ScramMap, ScramResult};
+pub use security::{
+    AclDeleteResult, AclFilter, AclMap, ApiError, ScramMap, ScramResult, validate_filter,
+};
 pub use store::{ImageListener, ImageSink, MetadataStore, PRODUCER_ID_BLOCK_SIZE};
 
 use skiff_types::ErrorCode;

@@ -11,15 +11,13 @@
 //! Invariants: replay never fails: removing an absent ACL or credential, or a credential of a
 //! mechanism code Skiff does not know, is skipped with a warning (Kafka's replay would throw);
 //! a binding is stored exactly as recorded (codes Kafka does not define become `Unknown`).
-//! [`AclFilter`] is Kafka's `AclBindingFilter` (matching and `validateFilter`), used by
-//! DeleteAcls here and DescribeAcls in the server.
+//! [`AclFilter`] is skiff-auth's `AclBindingFilter` (Kafka's matching; [`validate_filter`]
+//! is Kafka's `validateFilter`), used by DeleteAcls here and DescribeAcls in the server.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use skiff_auth::acl::{
-    AclBinding, AclId, AclOperation, AclPermission, PatternType, ResourceType, WILDCARD,
-};
+use skiff_auth::acl::{AclBinding, AclId, AclOperation, AclPermission, PatternType, ResourceType};
 use skiff_auth::sasl::{ScramCredential, ScramMechanism};
 use skiff_protocol::{
     AccessControlEntryRecord, RemoveAccessControlEntryRecord, RemoveUserScramCredentialRecord,
@@ -61,77 +59,12 @@ impl ApiError {
     }
 }
 
-/// Kafka's `AclBindingFilter`: `None` and the `Any` codes match everything; pattern type
-/// `Match` matches the literal name, a literal `*` and every prefix of the name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AclFilter {
-    pub resource_type: ResourceType,
-    pub resource_name: Option<String>,
-    pub pattern_type: PatternType,
-    pub principal: Option<String>,
-    pub host: Option<String>,
-    pub operation: AclOperation,
-    pub permission: AclPermission,
-}
+/// Kafka's `AclBindingFilter` (skiff-auth's: matching as Kafka's, `validate_filter`).
+pub type AclFilter = skiff_auth::acl::AclBindingFilter;
 
-impl AclFilter {
-    /// The filter matching every ACL.
-    pub fn any() -> Self {
-        Self {
-            resource_type: ResourceType::Any,
-            resource_name: None,
-            pattern_type: PatternType::Any,
-            principal: None,
-            host: None,
-            operation: AclOperation::Any,
-            permission: AclPermission::Any,
-        }
-    }
-
-    /// Kafka's `AclBindingFilter.matches` (`ResourcePatternFilter` + `AccessControlEntryFilter`).
-    pub fn matches(&self, b: &AclBinding) -> bool {
-        self.matches_pattern(b) && self.matches_entry(b)
-    }
-
-    fn matches_pattern(&self, b: &AclBinding) -> bool {
-        if self.resource_type != ResourceType::Any && self.resource_type != b.resource_type {
-            return false;
-        }
-        let any_pattern = matches!(self.pattern_type, PatternType::Any | PatternType::Match);
-        if !any_pattern && self.pattern_type != b.pattern_type {
-            return false;
-        }
-        let Some(name) = &self.resource_name else {
-            return true;
-        };
-        if self.pattern_type == PatternType::Any || self.pattern_type == b.pattern_type {
-            return *name == b.resource_name;
-        }
-        match b.pattern_type {
-            PatternType::Literal => *name == b.resource_name || b.resource_name == WILDCARD,
-            PatternType::Prefixed => name.starts_with(&b.resource_name),
-            _ => false,
-        }
-    }
-
-    fn matches_entry(&self, b: &AclBinding) -> bool {
-        self.principal.as_ref().is_none_or(|p| *p == b.principal)
-            && self.host.as_ref().is_none_or(|h| *h == b.host)
-            && (self.operation == AclOperation::Any || self.operation == b.operation)
-            && (self.permission == AclPermission::Any || self.permission == b.permission)
-    }
-
-    /// Kafka's `AclControlManager.validateFilter`: a filter with an unknown part is refused.
-    pub fn validate(&self) -> Result<(), ApiError> {
-        if self.resource_type == ResourceType::Unknown || self.pattern_type == PatternType::Unknown
-        {
-            return Err(ApiError::invalid_request("Unknown patternFilter."));
-        }
-        if self.operation == AclOperation::Unknown || self.permission == AclPermission::Unknown {
-            return Err(ApiError::invalid_request("Unknown entryFilter."));
-        }
-        Ok(())
-    }
+/// Kafka's `AclControlManager.validateFilter`: a filter with an unknown part is refused.
+pub fn validate_filter(f: &AclFilter) -> Result<(), ApiError> {
+    skiff_auth::acl::validate_filter(f).map_err(|e| ApiError::invalid_request(e.to_string()))
 }
 
 /// The record storing `binding` under `id`.

@@ -25,8 +25,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use skiff_auth::acl::{
-    AclBinding, AclId, AclOperation, AclPermission, CLUSTER_RESOURCE_NAME, PatternType,
-    ResourceType,
+    AclBinding, AclId, CLUSTER_RESOURCE_NAME, ResourceType, validate_new_binding,
 };
 use skiff_auth::sasl::{ScramCredential, ScramMechanism};
 use skiff_protocol::{RemoveAccessControlEntryRecord, RemoveUserScramCredentialRecord};
@@ -36,7 +35,9 @@ use uuid::Uuid;
 use super::{Ctx, Response};
 use crate::frame::Record;
 use crate::image::MetadataImage;
-use crate::security::{AclFilter, ApiError, ScramResult, acl_record, scram_record};
+use crate::security::{
+    AclFilter, ApiError, ScramResult, acl_record, scram_record, validate_filter,
+};
 
 /// Kafka's `QuorumController.MAX_RECORDS_PER_USER_OP`.
 pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
@@ -58,47 +59,20 @@ pub struct ScramDeletion {
     pub mechanism: i8,
 }
 
-/// Kafka's Java enum name of a code (`UNKNOWN`, `ANY`, `MATCH`) for its messages.
-fn java_name(v: impl std::fmt::Debug) -> String {
-    format!("{v:?}").to_uppercase()
-}
-
-/// Kafka's checks of a new ACL (see the module docs), first failure first.
+/// Kafka's checks of a new ACL (see the module docs), first failure first: the broker's
+/// `AclApis` checks (the CLUSTER resource's name, an empty name) come before the
+/// controller's (skiff-auth's `validate_new_binding`: the enums, then the principal), as a
+/// request meets them in Kafka.
 pub fn validate_new_acl(b: &AclBinding) -> Result<(), ApiError> {
-    let bad = |m: String| Err(ApiError::invalid_request(m));
     if b.resource_type == ResourceType::Cluster && b.resource_name != CLUSTER_RESOURCE_NAME {
-        return bad(format!(
+        return Err(ApiError::invalid_request(format!(
             "The only valid name for the CLUSTER resource is {CLUSTER_RESOURCE_NAME}"
-        ));
+        )));
     }
     if b.resource_name.is_empty() {
-        return bad("Invalid empty resource name".into());
+        return Err(ApiError::invalid_request("Invalid empty resource name"));
     }
-    if matches!(b.resource_type, ResourceType::Unknown | ResourceType::Any) {
-        return bad(format!(
-            "Invalid resourceType {}",
-            java_name(b.resource_type)
-        ));
-    }
-    if !matches!(b.pattern_type, PatternType::Literal | PatternType::Prefixed) {
-        return bad(format!("Invalid patternType {}", java_name(b.pattern_type)));
-    }
-    if matches!(b.operation, AclOperation::Unknown | AclOperation::Any) {
-        return bad(format!("Invalid operation {}", java_name(b.operation)));
-    }
-    if !matches!(b.permission, AclPermission::Deny | AclPermission::Allow) {
-        return bad(format!(
-            "Invalid permissionType {}",
-            java_name(b.permission)
-        ));
-    }
-    if !b.principal.contains(':') {
-        return bad(format!(
-            "Could not parse principal from `{}` (no colon is present separating the principal type from the principal name)",
-            b.principal
-        ));
-    }
-    Ok(())
+    validate_new_binding(b).map_err(|e| ApiError::invalid_request(e.to_string()))
 }
 
 /// A fresh ACL id for the `n`th record of this change.
@@ -151,7 +125,7 @@ pub(super) fn delete_acls(image: &MetadataImage, filters: &[AclFilter]) -> (Vec<
     let mut removed: BTreeSet<AclId> = BTreeSet::new();
     let mut results = Vec::with_capacity(filters.len());
     for f in filters {
-        if let Err(e) = f.validate() {
+        if let Err(e) = validate_filter(f) {
             results.push(Err(e));
             continue;
         }
