@@ -2,15 +2,26 @@
 //! producer ids for a registered broker at its current epoch, committed as a
 //! `ProducerIdsRecord` before it is answered (`controller/mod.rs`). A stale or unknown
 //! broker epoch -> STALE_BROKER_EPOCH; this node not the active controller -> NOT_CONTROLLER.
+//! Authorization (issue 19): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 use std::sync::Arc;
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{AllocateProducerIdsRequest, AllocateProducerIdsResponse, ResponseBody};
 use skiff_types::ErrorCode;
 
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: AllocateProducerIdsRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::ClusterAction) {
+        // Kafka's getErrorResponse: the code alone (start 0, length 0).
+        return Reply::Now(ResponseBody::AllocateProducerIds(
+            AllocateProducerIdsResponse {
+                error_code: ErrorCode::ClusterAuthorizationFailed as i16,
+                ..AllocateProducerIdsResponse::default()
+            },
+        ));
+    }
     let broker = Arc::clone(ctx.broker);
     Reply::Later(Box::pin(async move {
         let done = tokio::task::spawn_blocking(move || {

@@ -6,9 +6,13 @@
 //! IncrementalAlterConfigs DELETE). Checks, validation, persistence and effect are the shared
 //! rules of [`super::config_changes`]; `validate_only` runs every check and changes nothing.
 //! Each resource succeeds or fails on its own.
+//! Authorization (issue 19): after the duplicate check, ALTER_CONFIGS per resource
+//! ([`super::config_changes::config_authz`]); BROKER_LOGGER is not authorized here (the
+//! legacy API refuses it as Kafka's controller does).
 
 use std::collections::BTreeMap;
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     AlterConfigsRequest, AlterConfigsRequestAlterConfigsResource, AlterConfigsResponse,
     AlterConfigsResponseAlterConfigsResourceResponse, ResponseBody,
@@ -16,9 +20,10 @@ use skiff_protocol::{
 use skiff_types::ErrorCode;
 
 use super::config_changes::{
-    RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, alter_guard, apply_broker, apply_group,
-    apply_topic, broker_layer, broker_target, check_group_name, check_keys, check_topic_name,
-    duplicate_resource_error, duplicate_resources, require_live,
+    RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC, alter_guard,
+    apply_broker, apply_group, apply_topic, broker_layer, broker_target, check_group_name,
+    check_keys, check_topic_name, config_authz, duplicate_resource_error, duplicate_resources,
+    require_live,
 };
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
@@ -29,6 +34,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: AlterConfigsRequest) -> Reply {
             .iter()
             .map(|r| (r.resource_type, r.resource_name.as_str())),
     );
+    let authz = super::authz_ops::Checker::new(ctx);
     let responses = req
         .resources
         .iter()
@@ -36,8 +42,16 @@ pub fn handle(ctx: &RequestContext<'_>, req: AlterConfigsRequest) -> Reply {
         .map(|(i, r)| {
             let result = if dups.contains(&i) {
                 Err(duplicate_resource_error())
-            } else {
+            } else if r.resource_type == RESOURCE_BROKER_LOGGER {
                 alter_one(ctx, r, req.validate_only)
+            } else {
+                config_authz(
+                    &authz,
+                    AclOperation::AlterConfigs,
+                    r.resource_type,
+                    &r.resource_name,
+                )
+                .and_then(|()| alter_one(ctx, r, req.validate_only))
             };
             let (code, message) = match result {
                 Ok(()) => (ErrorCode::None, None),

@@ -7,9 +7,12 @@
 //! requester not registered at its broker epoch -> STALE_BROKER_EPOCH, this node not the
 //! active controller -> NOT_CONTROLLER, both for the whole request (top-level error code, no
 //! topics, as Kafka's `getErrorResponse`); everything else is per partition.
+//! Authorization (issue 19): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+//! for the whole request.
 
 use std::sync::Arc;
 
+use skiff_auth::acl::AclOperation;
 use skiff_metadata::{
     IsrChange, IsrChangeResult, IsrTopic, IsrTopicResult, TopicRef, UNCHECKED_BROKER_EPOCH,
 };
@@ -22,6 +25,11 @@ use skiff_types::ErrorCode;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: AlterPartitionRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::ClusterAction) {
+        return Reply::Now(ResponseBody::AlterPartition(refused(
+            ErrorCode::ClusterAuthorizationFailed,
+        )));
+    }
     let broker = Arc::clone(ctx.broker);
     let version = ctx.api_version;
     Reply::Later(Box::pin(async move {

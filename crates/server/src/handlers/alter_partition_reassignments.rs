@@ -9,9 +9,12 @@
 //! On a single node the only valid target is this node, which is the current replica set: the
 //! change is a no-op answered NONE, as Kafka answers a reassignment to the current replicas.
 //! The cluster issues turn a real target into adding / removing replicas via the controller.
+//! Authorization (issue 19): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED top-level
+//! and on every partition (Kafka's `getErrorResponse`).
 
 use std::collections::BTreeSet;
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
     ReassignablePartitionResponse, ReassignableTopicResponse, ResponseBody,
@@ -21,6 +24,33 @@ use skiff_types::ErrorCode;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: AlterPartitionReassignmentsRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::Alter) {
+        let code = ErrorCode::ClusterAuthorizationFailed as i16;
+        let message = || Some("Cluster authorization failed.".to_string());
+        return Reply::Now(ResponseBody::AlterPartitionReassignments(
+            AlterPartitionReassignmentsResponse {
+                error_code: code,
+                error_message: message(),
+                responses: req
+                    .topics
+                    .iter()
+                    .map(|t| ReassignableTopicResponse {
+                        name: t.name.clone(),
+                        partitions: t
+                            .partitions
+                            .iter()
+                            .map(|p| ReassignablePartitionResponse {
+                                partition_index: p.partition_index,
+                                error_code: code,
+                                error_message: message(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                ..AlterPartitionReassignmentsResponse::default()
+            },
+        ));
+    }
     let broker = ctx.broker;
     let image = broker.image();
     let registered: BTreeSet<i32> = [broker.node_id()].into();

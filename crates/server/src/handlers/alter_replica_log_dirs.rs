@@ -9,9 +9,12 @@
 //! host. A move is a real copy-then-swap by the log manager (crash-safe; see its `moves`
 //! module) and is done before the answer, on a blocking thread, one partition at a time.
 //! Results are grouped by topic in request order.
+//! Authorization (issue 19): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED on every
+//! partition, nothing moved.
 
 use std::path::PathBuf;
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult, AlterReplicaLogDirsRequest,
     AlterReplicaLogDirsResponse, ResponseBody,
@@ -21,6 +24,30 @@ use skiff_types::TopicPartition;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: AlterReplicaLogDirsRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::Alter) {
+        let code = skiff_types::ErrorCode::ClusterAuthorizationFailed as i16;
+        return Reply::Now(ResponseBody::AlterReplicaLogDirs(
+            AlterReplicaLogDirsResponse {
+                results: req
+                    .dirs
+                    .iter()
+                    .flat_map(|d| d.topics.iter())
+                    .map(|t| AlterReplicaLogDirTopicResult {
+                        topic_name: t.name.clone(),
+                        partitions: t
+                            .partitions
+                            .iter()
+                            .map(|p| AlterReplicaLogDirPartitionResult {
+                                partition_index: *p,
+                                error_code: code,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                ..AlterReplicaLogDirsResponse::default()
+            },
+        ));
+    }
     let moves: Vec<(PathBuf, TopicPartition)> = req
         .dirs
         .iter()

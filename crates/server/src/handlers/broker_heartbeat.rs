@@ -3,9 +3,11 @@
 //! unfenced once caught up with the metadata log, fenced on request or when its session
 //! expires, controlled shutdown). A stale epoch -> STALE_BROKER_EPOCH, an unknown broker ->
 //! BROKER_ID_NOT_REGISTERED, another node leading -> NOT_CONTROLLER.
+//! Authorization (issue 19): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 use std::sync::Arc;
 
+use skiff_auth::acl::AclOperation;
 use skiff_metadata::Heartbeat;
 use skiff_protocol::{BrokerHeartbeatRequest, BrokerHeartbeatResponse, ResponseBody};
 use skiff_types::ErrorCode;
@@ -13,6 +15,12 @@ use skiff_types::ErrorCode;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: BrokerHeartbeatRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::ClusterAction) {
+        return Reply::Now(ResponseBody::BrokerHeartbeat(BrokerHeartbeatResponse {
+            error_code: ErrorCode::ClusterAuthorizationFailed as i16,
+            ..BrokerHeartbeatResponse::default()
+        }));
+    }
     let broker = Arc::clone(ctx.broker);
     Reply::Later(Box::pin(async move {
         let hb = Heartbeat {

@@ -6,9 +6,11 @@
 //! DUPLICATE_BROKER_REGISTRATION; this node not the active controller -> NOT_CONTROLLER (the
 //! broker looks for the leader again). The write blocks on the quorum, so it runs on the
 //! blocking pool.
+//! Authorization (issue 19): CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 use std::sync::Arc;
 
+use skiff_auth::acl::AclOperation;
 use skiff_metadata::BrokerEndpoint;
 use skiff_protocol::{BrokerRegistrationRequest, BrokerRegistrationResponse, ResponseBody};
 use skiff_types::ErrorCode;
@@ -16,6 +18,15 @@ use skiff_types::ErrorCode;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: BrokerRegistrationRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::ClusterAction) {
+        return Reply::Now(ResponseBody::BrokerRegistration(
+            BrokerRegistrationResponse {
+                error_code: ErrorCode::ClusterAuthorizationFailed as i16,
+                broker_epoch: -1,
+                ..BrokerRegistrationResponse::default()
+            },
+        ));
+    }
     let broker = Arc::clone(ctx.broker);
     Reply::Later(Box::pin(async move {
         let endpoints = req

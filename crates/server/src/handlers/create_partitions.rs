@@ -11,9 +11,12 @@
 //! `validate_only` runs every check and creates nothing. Otherwise the new partitions go into
 //! the metadata log first (fsynced), then their logs are created; a log that cannot be created
 //! now is created on first use.
+//! Authorization (issue 19): after the duplicate check, ALTER on each topic, before its
+//! existence; refused -> TOPIC_AUTHORIZATION_FAILED (no message, as Kafka's controller).
 
 use std::collections::{HashMap, HashSet};
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
     CreatePartitionsTopicResult, ResponseBody,
@@ -31,6 +34,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: CreatePartitionsRequest) -> Reply {
     for t in &req.topics {
         *counts.entry(t.name.as_str()).or_default() += 1;
     }
+    let authz = super::authz_ops::Checker::new(ctx);
     let mut answered_duplicate = HashSet::new();
     let mut results = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
@@ -42,6 +46,8 @@ pub fn handle(ctx: &RequestContext<'_>, req: CreatePartitionsRequest) -> Reply {
                 ErrorCode::InvalidRequest,
                 "Duplicate topic name.",
             ))
+        } else if !authz.topic(AclOperation::Alter, &t.name) {
+            Err(TopicError::new(ErrorCode::TopicAuthorizationFailed, ""))
         } else {
             grow(ctx, t, req.validate_only)
         };

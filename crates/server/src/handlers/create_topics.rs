@@ -13,9 +13,15 @@
 //! TopicRecord, one PartitionRecord per partition, one ConfigRecord per config); a larger one
 //! fails whole, every topic answered POLICY_VIOLATION "Unable to perform excessively large
 //! batch operation." (so a client cannot make the broker create millions of partition dirs).
+//! Authorization (issue 19, Kafka's `ControllerApis.createTopics`): after the duplicate check,
+//! CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED "Authorization
+//! failed." (a refused topic counts for nothing in the record cap); the created topic's
+//! configs, partition count and replication factor are returned only with DESCRIBE_CONFIGS
+//! on it, else `topic_config_error_code` TOPIC_AUTHORIZATION_FAILED.
 
 use std::collections::{BTreeMap, HashMap};
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     CreatableTopic, CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest,
     CreateTopicsResponse, ResponseBody,
@@ -23,6 +29,7 @@ use skiff_protocol::{
 use skiff_types::ErrorCode;
 use uuid::Uuid;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
 
@@ -41,10 +48,14 @@ pub fn handle(ctx: &RequestContext<'_>, req: CreateTopicsRequest) -> Reply {
     for t in &req.topics {
         *counts.entry(t.name.as_str()).or_default() += 1;
     }
+    let authz = Checker::new(ctx);
+    let cluster_create = authz.cluster(AclOperation::Create);
+    let may_create =
+        |t: &CreatableTopic| cluster_create || authz.topic(AclOperation::Create, &t.name);
     let records: u64 = req
         .topics
         .iter()
-        .filter(|t| counts.get(t.name.as_str()).copied().unwrap_or(0) == 1)
+        .filter(|t| counts.get(t.name.as_str()).copied().unwrap_or(0) == 1 && may_create(t))
         .map(|t| records_for(ctx, t))
         .sum();
     if records > MAX_RECORDS_PER_REQUEST {
@@ -81,7 +92,23 @@ pub fn handle(ctx: &RequestContext<'_>, req: CreateTopicsRequest) -> Reply {
             }
             continue;
         }
+        if !may_create(t) {
+            topics.push(failed(
+                &t.name,
+                TopicError::new(ErrorCode::TopicAuthorizationFailed, "Authorization failed."),
+            ));
+            continue;
+        }
         topics.push(match create_one(ctx, t, req.validate_only) {
+            Ok(result) if !authz.topic(AclOperation::DescribeConfigs, &t.name) => {
+                CreatableTopicResult {
+                    name: result.name,
+                    topic_id: result.topic_id,
+                    error_message: None,
+                    topic_config_error_code: ErrorCode::TopicAuthorizationFailed as i16,
+                    ..CreatableTopicResult::default()
+                }
+            }
             Ok(result) => result,
             Err(e) => failed(&t.name, e),
         });

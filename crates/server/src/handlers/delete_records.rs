@@ -8,7 +8,10 @@
 //! offset (one replica, so it is also the minimum across replicas). Fetches below it get
 //! OFFSET_OUT_OF_RANGE from then on; segments wholly below it are deleted by the next retention
 //! pass. The new start offsets are checkpointed before answering, so they survive a crash.
+//! Authorization (issue 19): DELETE on each topic, before its existence; refused ->
+//! TOPIC_AUTHORIZATION_FAILED on each of its partitions (low watermark -1).
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
     DeleteRecordsTopicResult, ResponseBody,
@@ -24,18 +27,21 @@ pub fn handle(ctx: &RequestContext<'_>, req: DeleteRecordsRequest) -> Reply {
     let broker = ctx.broker;
     let image = broker.image();
     let mut moved = false;
+    let authz = super::authz_ops::Checker::new(ctx);
     let topics = req
         .topics
         .iter()
-        .map(|t| DeleteRecordsTopicResult {
+        .map(|t| (t, authz.topic(AclOperation::Delete, &t.name)))
+        .map(|(t, allowed)| DeleteRecordsTopicResult {
             name: t.name.clone(),
             partitions: t
                 .partitions
                 .iter()
                 .map(|p| {
-                    let result = image
-                        .topic(&t.name)
-                        .ok_or(ErrorCode::UnknownTopicOrPartition)
+                    let result = allowed
+                        .then(|| image.topic(&t.name))
+                        .ok_or(ErrorCode::TopicAuthorizationFailed)
+                        .and_then(|i| i.ok_or(ErrorCode::UnknownTopicOrPartition))
                         .and_then(|info| {
                             let (after, advanced) = broker.replicas.delete_records(
                                 info,

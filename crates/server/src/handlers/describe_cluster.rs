@@ -6,24 +6,23 @@
 //! (KIP-919): BROKER (1) on a broker listener; CONTROLLER (2) on a KRaft controller listener,
 //! which answers with the controller (this node at its `controller.quorum.voters` address);
 //! the other type -> MISMATCHED_ENDPOINT_TYPE, anything else -> UNSUPPORTED_ENDPOINT_TYPE
-//! (both INVALID_REQUEST at v0), with Kafka's messages. Cluster authorized operations, when asked,
-//! are every CLUSTER operation (no authorizer yet), else Kafka's "not requested" sentinel.
+//! (both INVALID_REQUEST at v0), with Kafka's messages. Authorization (issue 19, Kafka's
+//! `computeDescribeClusterResponse`): nothing is refused; cluster authorized operations, when
+//! asked, are Kafka's bitfield with DESCRIBE on the cluster, else 0; not asked: Kafka's "not
+//! requested" sentinel.
 
 use skiff_protocol::{
     DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse, ResponseBody,
 };
 use skiff_types::ErrorCode;
 
+use skiff_auth::acl::{AclOperation, CLUSTER_RESOURCE_NAME, ResourceType};
+
+use super::authz_ops::{Checker, OPS_NOT_REQUESTED};
 use super::{Reply, RequestContext};
 
 const ENDPOINT_BROKER: i8 = 1;
 const ENDPOINT_CONTROLLER: i8 = 2;
-/// Kafka's "authorized operations not requested" sentinel.
-const OPS_NOT_REQUESTED: i32 = i32::MIN;
-/// CLUSTER operations when no authorizer is configured: CREATE(5) ALTER(7) DESCRIBE(8)
-/// CLUSTER_ACTION(9) DESCRIBE_CONFIGS(10) ALTER_CONFIGS(11) IDEMPOTENT_WRITE(12).
-pub(crate) const ALL_CLUSTER_OPS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 pub fn handle(ctx: &RequestContext<'_>, req: DescribeClusterRequest) -> Reply {
     let broker = ctx.broker;
@@ -99,7 +98,12 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeClusterRequest) -> Reply {
             })
             .collect(),
         cluster_authorized_operations: if req.include_cluster_authorized_operations {
-            ALL_CLUSTER_OPS
+            let authz = Checker::new(ctx);
+            if authz.cluster(AclOperation::Describe) {
+                authz.authorized_operations(ResourceType::Cluster, CLUSTER_RESOURCE_NAME)
+            } else {
+                0
+            }
         } else {
             OPS_NOT_REQUESTED
         },

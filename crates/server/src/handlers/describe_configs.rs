@@ -13,12 +13,17 @@
 //! - anything else (BROKER_LOGGER, CLIENT_METRICS, unknown) -> INVALID_REQUEST for that
 //!   resource: Skiff has no runtime loggers or metrics subscriptions yet.
 //!
+//! Authorization (issue 19): DESCRIBE_CONFIGS per resource before anything else
+//! ([`super::config_changes::config_authz`]: topic, group, or the cluster for broker-level
+//! resources); refused -> that resource's Kafka code and message, no configs.
+//!
 //! `configuration_keys` null or empty means every key. Synonyms are returned only when asked
 //! (v1+), documentation only when asked (v3+); `config_type` is filled for v3+. Sensitive
 //! (password) values are never returned. The configuration comes from the broker's
 //! [`crate::live_config::LiveConfig`]; a broker started without one (some tests) can describe
 //! topics from its plain `TopicConfigs` only.
 
+use skiff_auth::acl::AclOperation;
 use skiff_config::{AlterTarget, DescribeEntry};
 use skiff_protocol::{
     DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult,
@@ -28,7 +33,7 @@ use skiff_types::ErrorCode;
 
 use super::config_changes::{
     RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, broker_config_for_groups, broker_target,
-    group_configs,
+    config_authz, group_configs,
 };
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
@@ -51,16 +56,25 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeConfigsRequest) -> Reply {
         documentation: req.include_documentation && ctx.api_version >= DOCUMENTATION_MIN_VERSION,
         config_type: ctx.api_version >= DOCUMENTATION_MIN_VERSION,
     };
+    let authz = super::authz_ops::Checker::new(ctx);
     let results = req
         .resources
         .iter()
         .map(|r| {
-            let configs = describe_one(ctx, r, detail).map(|entries| {
-                entries
-                    .into_iter()
-                    .filter(|e| wanted(r, &e.name))
-                    .collect::<Vec<_>>()
-            });
+            let allowed = config_authz(
+                &authz,
+                AclOperation::DescribeConfigs,
+                r.resource_type,
+                &r.resource_name,
+            );
+            let configs = allowed
+                .and_then(|()| describe_one(ctx, r, detail))
+                .map(|entries| {
+                    entries
+                        .into_iter()
+                        .filter(|e| wanted(r, &e.name))
+                        .collect::<Vec<_>>()
+                });
             match configs {
                 Ok(configs) => DescribeConfigsResult {
                     error_code: 0,

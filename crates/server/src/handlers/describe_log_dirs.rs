@@ -8,10 +8,13 @@
 //! dir's total and usable bytes from `statvfs` (-1 when unknown). An offline log dir (issue 12)
 //! has error KAFKA_STORAGE_ERROR. The metadata log is not a
 //! partition log and is not listed.
+//! Authorization (issue 19): DESCRIBE on the cluster, else no results and
+//! CLUSTER_AUTHORIZATION_FAILED top-level (v3+; older versions see only the empty list).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     DescribeLogDirsPartition, DescribeLogDirsRequest, DescribeLogDirsResponse,
     DescribeLogDirsResult, DescribeLogDirsTopic, ResponseBody,
@@ -24,6 +27,13 @@ use super::{Reply, RequestContext};
 const UNKNOWN_VOLUME_BYTES: i64 = -1;
 
 pub fn handle(ctx: &RequestContext<'_>, req: DescribeLogDirsRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::Describe) {
+        return Reply::Now(ResponseBody::DescribeLogDirs(DescribeLogDirsResponse {
+            error_code: skiff_types::ErrorCode::ClusterAuthorizationFailed as i16,
+            results: Vec::new(),
+            ..DescribeLogDirsResponse::default()
+        }));
+    }
     let wanted: Option<HashSet<(&str, i32)>> = req.topics.as_ref().map(|ts| {
         ts.iter()
             .flat_map(|t| t.partitions.iter().map(|p| (t.topic.as_str(), *p)))

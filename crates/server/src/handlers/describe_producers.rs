@@ -7,7 +7,10 @@
 //! epoch, last sequence (-1 without a batch), last timestamp, coordinator epoch and the first
 //! offset of its open transaction (-1: none; transactions are a later issue). Read-only: it
 //! takes each partition's log lock only to copy the entries.
+//! Authorization (issue 19): READ on each topic, before its existence; refused ->
+//! TOPIC_AUTHORIZATION_FAILED on each of its partitions.
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     DescribeProducersRequest, DescribeProducersResponse, PartitionResponse, ProducerState,
     ResponseBody, TopicResponse,
@@ -15,16 +18,23 @@ use skiff_protocol::{
 use skiff_storage::ProducerEntrySnapshot;
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: DescribeProducersRequest) -> Reply {
-    let image = ctx.broker.image();
+    let image = &ctx.broker.image();
+    let authz = Checker::new(ctx);
     let mut topics: Vec<TopicResponse> = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
-        let partitions = t.partition_indexes.iter().map(|&index| {
-            let found = image
-                .topic(&t.name)
-                .ok_or(ErrorCode::UnknownTopicOrPartition);
+        let allowed = authz.topic(AclOperation::Read, &t.name);
+        let partitions = t.partition_indexes.iter().map(move |&index| {
+            let found = if allowed {
+                image
+                    .topic(&t.name)
+                    .ok_or(ErrorCode::UnknownTopicOrPartition)
+            } else {
+                Err(ErrorCode::TopicAuthorizationFailed)
+            };
             match found.and_then(|info| ctx.broker.replicas.active_producers(info, index)) {
                 Ok(producers) => PartitionResponse {
                     partition_index: index,
@@ -35,11 +45,16 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeProducersRequest) -> Reply 
                 Err(code) => PartitionResponse {
                     partition_index: index,
                     error_code: code as i16,
-                    error_message: Some(format!(
-                        "This server does not host this topic-partition: {}-{index}",
-                        t.name
-                    ))
-                    .filter(|_| code == ErrorCode::UnknownTopicOrPartition),
+                    error_message: match code {
+                        ErrorCode::UnknownTopicOrPartition => Some(format!(
+                            "This server does not host this topic-partition: {}-{index}",
+                            t.name
+                        )),
+                        ErrorCode::TopicAuthorizationFailed => {
+                            Some("Topic authorization failed.".into())
+                        }
+                        _ => None,
+                    },
                     active_producers: Vec::new(),
                 },
             }

@@ -14,7 +14,9 @@
 //! `__cluster_metadata`-0, or more than one, is answered UNKNOWN_TOPIC_OR_PARTITION per
 //! partition, as `KafkaRaftClient` does. The Raft issue replaces the source of these figures,
 //! not the handler's shape.
+//! Authorization (issue 19): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED top-level.
 
+use skiff_auth::acl::AclOperation;
 use skiff_metadata::METADATA_TOPIC;
 use skiff_protocol::{
     DescribeQuorumRequest, DescribeQuorumResponse, DescribeQuorumResponseListener as Listener,
@@ -27,6 +29,13 @@ use uuid::Uuid;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: DescribeQuorumRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::Describe) {
+        return Reply::Now(ResponseBody::DescribeQuorum(DescribeQuorumResponse {
+            error_code: ErrorCode::ClusterAuthorizationFailed as i16,
+            error_message: Some("Cluster authorization failed.".into()),
+            ..DescribeQuorumResponse::default()
+        }));
+    }
     let broker = ctx.broker;
     let valid = req.topics.len() == 1
         && req.topics[0].topic_name == METADATA_TOPIC

@@ -10,8 +10,11 @@
 //! listed. A cursor naming a topic outside the requested list, or a negative partition, is
 //! INVALID_REQUEST. Partitions carry the same registration as Metadata (issue 12: a partition
 //! on an offline log dir has leader -1 and this node in `OfflineReplicas`, with no error, as
-//! Kafka's cache answers here); the ELR lists are empty (no ELR yet). Authorized operations are
-//! always filled: every topic operation (no authorizer yet).
+//! Kafka's cache answers here); the ELR lists are empty (no ELR yet).
+//! Authorization (issue 19): DESCRIBE on each topic, before its existence; the all-topics form
+//! skips refused topics, a named one answers TOPIC_AUTHORIZATION_FAILED (zero id, no
+//! partitions, operations not filled) after the answered topics. Every answered topic's
+//! authorized operations are filled (Kafka's bitfield), unknown ones included.
 
 use std::collections::BTreeSet;
 
@@ -22,7 +25,10 @@ use skiff_protocol::{
 use skiff_types::{ErrorCode, TopicPartition};
 use uuid::Uuid;
 
-use super::metadata::{ALL_TOPIC_OPS, partition_entry};
+use skiff_auth::acl::{AclOperation, ResourceType};
+
+use super::authz_ops::{Checker, OPS_NOT_REQUESTED};
+use super::metadata::partition_entry;
 use super::{Reply, RequestContext};
 
 /// Kafka's `max.request.partition.size.limit` default.
@@ -75,7 +81,21 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeTopicPartitionsRequest) -> 
     let mut topics = Vec::new();
     let mut next_cursor = None;
     let any_offline = !broker.replicas.all_dirs_online();
+    let authz = Checker::new(ctx);
+    let ops = |name: &str| authz.authorized_operations(ResourceType::Topic, name);
+    let mut refused_topics = Vec::new();
     for name in names {
+        // Kafka filters lazily: a refused topic is skipped (and, named, reported) on the way
+        // to the next answered one.
+        if !authz.topic(AclOperation::Describe, &name) {
+            if !all {
+                let mut e = error_topic(&name, ErrorCode::TopicAuthorizationFailed);
+                e.is_internal = false;
+                e.topic_authorized_operations = OPS_NOT_REQUESTED;
+                refused_topics.push(e);
+            }
+            continue;
+        }
         if remaining == 0 {
             next_cursor = Some(cursor(&name, 0));
             break;
@@ -87,7 +107,9 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeTopicPartitionsRequest) -> 
                 } else {
                     ErrorCode::UnknownTopicOrPartition
                 };
-                topics.push(error_topic(&name, code));
+                let mut e = error_topic(&name, code);
+                e.topic_authorized_operations = ops(&name);
+                topics.push(e);
             }
             continue;
         };
@@ -122,13 +144,14 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeTopicPartitionsRequest) -> 
             topic_id: Uuid::from_bytes(info.id),
             is_internal: name.starts_with("__"),
             partitions,
-            topic_authorized_operations: ALL_TOPIC_OPS,
+            topic_authorized_operations: ops(&name),
         });
         if end < info.partitions {
             next_cursor = Some(cursor(&name, end));
             break;
         }
     }
+    topics.append(&mut refused_topics);
     Reply::Now(ResponseBody::DescribeTopicPartitions(
         DescribeTopicPartitionsResponse {
             topics,
@@ -152,7 +175,6 @@ fn error_topic(name: &str, code: ErrorCode) -> DescribeTopicPartitionsResponseTo
         topic_id: Uuid::nil(),
         is_internal: name.starts_with("__"),
         partitions: Vec::new(),
-        // Kafka fills every answered topic's operations, unknown ones included.
-        topic_authorized_operations: ALL_TOPIC_OPS,
+        topic_authorized_operations: OPS_NOT_REQUESTED,
     }
 }

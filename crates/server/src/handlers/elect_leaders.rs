@@ -15,20 +15,27 @@
 //! error code (v1+) and every requested partition with it: an election type other than 0
 //! or 1 -> INVALID_REQUEST "Unknown election type N"; this node no longer the controller
 //! (and no other reachable) -> NOT_CONTROLLER. v0 carries no election type: PREFERRED.
+//! Authorization (issue 19): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED top-level
+//! and on every named partition (Kafka's `getErrorResponse`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use skiff_auth::acl::AclOperation;
 use skiff_metadata::{MetadataError, OfflineReplicas, TopicElection};
 use skiff_protocol::{
     ElectLeadersRequest, ElectLeadersResponse, PartitionResult, ReplicaElectionResult, ResponseBody,
 };
+use skiff_types::ErrorCode;
 use skiff_types::TopicPartition;
 
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 
 pub fn handle(ctx: &RequestContext<'_>, req: ElectLeadersRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::Alter) {
+        return Reply::Now(ResponseBody::ElectLeaders(unauthorized(&req)));
+    }
     let broker = Arc::clone(ctx.broker);
     Reply::Later(Box::pin(async move {
         let asked: Option<Vec<(String, Vec<i32>)>> = req.topic_partitions.as_ref().map(|ts| {
@@ -126,3 +133,31 @@ fn refused(asked: Option<&[(String, Vec<i32>)]>, e: &MetadataError) -> ElectLead
         ..ElectLeadersResponse::default()
     }
 }
+
+/// Kafka's `ElectLeadersRequest.getErrorResponse` for CLUSTER_AUTHORIZATION_FAILED.
+fn unauthorized(req: &ElectLeadersRequest) -> ElectLeadersResponse {
+    let code = ErrorCode::ClusterAuthorizationFailed as i16;
+    ElectLeadersResponse {
+        error_code: code,
+        replica_election_results: req
+            .topic_partitions
+            .iter()
+            .flatten()
+            .map(|t| ReplicaElectionResult {
+                topic: t.topic.clone(),
+                partition_result: t
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionResult {
+                        partition_id: *p,
+                        error_code: code,
+                        error_message: Some(DENIED.into()),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        ..ElectLeadersResponse::default()
+    }
+}
+
+const DENIED: &str = "Cluster authorization failed.";

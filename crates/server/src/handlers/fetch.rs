@@ -28,9 +28,17 @@
 //! Record data is returned as `Records::File` regions of segment files, which the connection
 //! sends with `sendfile`, never copied through user space. Sessions created and incremental
 //! fetches served are counted in [`crate::stats::ServerStats`].
+//! Authorization (issue 19, Kafka's `handleFetchRequest`), over the session's whole plan,
+//! decided once per request: a follower (replica id >= 0) needs CLUSTER_ACTION on the
+//! cluster, else every partition answers TOPIC_AUTHORIZATION_FAILED; a consumer needs READ on
+//! each topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED whether the topic exists
+//! or not. A topic id this broker does not know answers UNKNOWN_TOPIC_ID first (ids are not
+//! secret, and there is no name to check).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use skiff_auth::acl::AclOperation;
 use skiff_metadata::MetadataImage;
 use skiff_protocol::{
     FetchRequest, FetchResponse, FetchResponsePartitionData, FetchableTopicResponse, FileRegion,
@@ -42,6 +50,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::fetch_session::{PartKey, PartRequest, Reported, SessionMode, has_news};
@@ -131,7 +140,8 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
             req.isolation_level,
         ),
     };
-    let results = read_plan(broker, &image, &plan, limits);
+    let denied = Arc::new(denied_of(ctx, &plan, limits.reader));
+    let results = read_plan(broker, &image, &plan, limits, &denied);
     let max_wait_ms = u64::try_from(req.max_wait_ms).unwrap_or(0);
     if ready(&results, limits) || max_wait_ms == 0 || plan.is_empty() {
         return Reply::Now(ResponseBody::Fetch(respond(
@@ -141,7 +151,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: FetchRequest) -> Reply {
     let broker = Arc::clone(broker);
     let deadline = broker.deadline_after(std::time::Duration::from_millis(max_wait_ms));
     Reply::Later(Box::pin(async move {
-        let results = long_poll(&broker, &plan, limits, deadline, results).await;
+        let results = long_poll(&broker, &plan, limits, &denied, deadline, results).await;
         ResponseBody::Fetch(respond(&broker, version, mode, results, limits))
     }))
 }
@@ -151,6 +161,7 @@ async fn long_poll(
     broker: &Arc<Broker>,
     plan: &[PartRequest],
     limits: Limits,
+    denied: &Denied,
     deadline: Instant,
     first: Vec<PartResult>,
 ) -> Vec<PartResult> {
@@ -164,7 +175,7 @@ async fn long_poll(
         // Register before reading: an append between the read and the wait is not lost.
         broker.replicas.waiters.register(&tps, &waiter);
         let image = broker.image();
-        let results = read_plan(broker, &image, plan, limits);
+        let results = read_plan(broker, &image, plan, limits, denied);
         if ready(&results, limits)
             || hw_moved(&first, &results, limits)
             || broker.tokio_now() >= deadline
@@ -232,11 +243,62 @@ fn resolve(image: &MetadataImage, req: &FetchRequest, version: i16) -> Vec<PartR
     out
 }
 
+/// What the principal may not read (issue 19), decided once per request.
+#[derive(Debug, Default)]
+enum Denied {
+    /// No authorizer, or everything allowed.
+    #[default]
+    Nothing,
+    /// A follower without CLUSTER_ACTION: every partition.
+    All,
+    /// A consumer's topics (by name) without READ.
+    Topics(HashSet<String>),
+}
+
+impl Denied {
+    fn topic(&self, name: &str) -> bool {
+        match self {
+            Denied::Nothing => false,
+            Denied::All => true,
+            Denied::Topics(t) => t.contains(name),
+        }
+    }
+}
+
+/// Kafka's fetch authorization over the plan (one ACL snapshot for the whole request).
+fn denied_of(ctx: &RequestContext<'_>, plan: &[PartRequest], reader: Reader) -> Denied {
+    let authz = Checker::new(ctx);
+    if !authz.enabled() {
+        return Denied::Nothing;
+    }
+    if matches!(reader, Reader::Replica(_)) {
+        return if authz.cluster(AclOperation::ClusterAction) {
+            Denied::Nothing
+        } else {
+            Denied::All
+        };
+    }
+    let mut checked: HashSet<&str> = HashSet::new();
+    let mut denied = HashSet::new();
+    for r in plan {
+        let name = r.key.topic.as_str();
+        if checked.insert(name) && !authz.topic(AclOperation::Read, name) {
+            denied.insert(name.to_string());
+        }
+    }
+    if denied.is_empty() {
+        Denied::Nothing
+    } else {
+        Denied::Topics(denied)
+    }
+}
+
 fn read_plan(
     broker: &Arc<Broker>,
     image: &MetadataImage,
     plan: &[PartRequest],
     limits: Limits,
+    denied: &Denied,
 ) -> Vec<PartResult> {
     let mut remaining = limits.max_bytes;
     let mut min_one_message = true;
@@ -245,7 +307,7 @@ fn read_plan(
         let cap = usize::try_from(req.partition_max_bytes.max(0))
             .unwrap_or(0)
             .min(remaining);
-        let r = read_one(broker, image, req, cap, min_one_message, limits);
+        let r = read_one(broker, image, req, cap, min_one_message, limits, denied);
         let n = r.bytes();
         if n > 0 {
             min_one_message = false;
@@ -269,6 +331,7 @@ fn read_one(
     max_bytes: usize,
     min_one_message: bool,
     limits: Limits,
+    denied: &Denied,
 ) -> PartResult {
     let fail = |error| PartResult {
         req: req.clone(),
@@ -279,6 +342,12 @@ fn read_one(
         aborted: Vec::new(),
     };
     let by_id = !req.key.topic_id.is_nil();
+    // Kafka: a follower without CLUSTER_ACTION is refused everything; a consumer gets an
+    // unknown id first, then authorization, then existence.
+    let unknown_id = by_id && req.key.topic.is_empty();
+    if denied.topic(&req.key.topic) && (!unknown_id || matches!(denied, Denied::All)) {
+        return fail(ErrorCode::TopicAuthorizationFailed);
+    }
     let info = match image.topic(&req.key.topic) {
         Some(info) if !by_id || info.id == *req.key.topic_id.as_bytes() => info,
         _ if by_id => return fail(ErrorCode::UnknownTopicId),

@@ -11,9 +11,12 @@
 //! (32) take SET and DELETE (no group key is a LIST). The resulting set
 //! then goes through the shared validation, persistence and effect of
 //! [`super::config_changes`]; `validate_only` changes nothing. Resources are independent.
+//! Authorization (issue 19): after the duplicate check, ALTER_CONFIGS per resource
+//! ([`super::config_changes::config_authz`]: BROKER and BROKER_LOGGER on the cluster).
 
 use std::collections::BTreeMap;
 
+use skiff_auth::acl::AclOperation;
 use skiff_config::keys::{self, ConfigType};
 use skiff_protocol::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestAlterConfigsResource,
@@ -25,8 +28,8 @@ use skiff_types::ErrorCode;
 use super::config_changes::{
     Op, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, alter_guard, apply_broker, apply_group,
     apply_topic, broker_layer, broker_target, check_group_name, check_keys, check_topic_name,
-    config_error, duplicate_resource_error, duplicate_resources, group_configs, list_op,
-    require_live, topic_overrides,
+    config_authz, config_error, duplicate_resource_error, duplicate_resources, group_configs,
+    list_op, require_live, topic_overrides,
 };
 use super::{Reply, RequestContext};
 use crate::broker::TopicError;
@@ -44,6 +47,7 @@ pub fn handle(ctx: &RequestContext<'_>, req: IncrementalAlterConfigsRequest) -> 
             .iter()
             .map(|r| (r.resource_type, r.resource_name.as_str())),
     );
+    let authz = super::authz_ops::Checker::new(ctx);
     let responses = req
         .resources
         .iter()
@@ -52,7 +56,13 @@ pub fn handle(ctx: &RequestContext<'_>, req: IncrementalAlterConfigsRequest) -> 
             let result = if dups.contains(&i) {
                 Err(duplicate_resource_error())
             } else {
-                alter_one(ctx, r, req.validate_only)
+                config_authz(
+                    &authz,
+                    AclOperation::AlterConfigs,
+                    r.resource_type,
+                    &r.resource_name,
+                )
+                .and_then(|()| alter_one(ctx, r, req.validate_only))
             };
             let (code, message) = match result {
                 Ok(()) => (ErrorCode::None, None),

@@ -11,9 +11,15 @@
 //! answers once its record is replicated. The shard may need a new producer id (a new
 //! transactional id, or an exhausted epoch): one is taken before the call, as above, and
 //! handed in (unused ids are harmless: ids are never reused either way).
+//!
+//! Authorization (issue 19, Kafka's `handleInitProducerIdRequest`): with a transactional id,
+//! WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; without, IDEMPOTENT_WRITE on the
+//! cluster or WRITE on at least one topic (`authorizeByResourceType`), else
+//! CLUSTER_AUTHORIZATION_FAILED.
 
 use std::sync::Arc;
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_protocol::{InitProducerIdRequest, InitProducerIdResponse, ResponseBody};
 use skiff_types::ErrorCode;
 
@@ -21,6 +27,19 @@ use super::{Reply, RequestContext};
 use crate::broker::Broker;
 
 pub fn handle(ctx: &RequestContext<'_>, req: InitProducerIdRequest) -> Reply {
+    let allowed = match req.transactional_id.as_deref() {
+        Some(tid) => ctx
+            .authorize(AclOperation::Write, ResourceType::TransactionalId, tid)
+            .then_some(())
+            .ok_or(ErrorCode::TransactionalIdAuthorizationFailed),
+        None => (ctx.authorize_cluster(AclOperation::IdempotentWrite)
+            || ctx.authorize_by_resource_type(AclOperation::Write, ResourceType::Topic))
+        .then_some(())
+        .ok_or(ErrorCode::ClusterAuthorizationFailed),
+    };
+    if let Err(code) = allowed {
+        return Reply::Now(ResponseBody::InitProducerId(error(code)));
+    }
     let broker = Arc::clone(ctx.broker);
     let api_version = ctx.api_version;
     let remote_ids = broker.quorum.is_some() && !crate::cluster::is_controller(&broker);

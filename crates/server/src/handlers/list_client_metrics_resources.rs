@@ -13,7 +13,10 @@
 //! One deliberate difference: a group whose last config was deleted is no longer listed here,
 //! as in Kafka's metadata image; a running Kafka broker keeps listing it (its group-config
 //! cache keeps the empty entry) until it restarts.
+//! Authorization (issue 19): DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+//! top-level.
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     ClientMetricsResource, ListClientMetricsResourcesRequest, ListClientMetricsResourcesResponse,
     ResponseBody,
@@ -33,6 +36,14 @@ const GROUP: i8 = 32;
 const V1_TYPES: &[i8] = &[GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC];
 
 pub fn handle(ctx: &RequestContext<'_>, req: ListClientMetricsResourcesRequest) -> Reply {
+    if !ctx.authorize_cluster(AclOperation::DescribeConfigs) {
+        return Reply::Now(ResponseBody::ListClientMetricsResources(
+            ListClientMetricsResourcesResponse {
+                error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+                ..ListClientMetricsResourcesResponse::default()
+            },
+        ));
+    }
     let supported: &[i8] = if ctx.api_version == 0 {
         &[CLIENT_METRICS]
     } else {

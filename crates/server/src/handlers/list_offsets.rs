@@ -10,13 +10,17 @@
 //! delivery stable offset, so -1 answers min(HW, DSO) and `seekToEnd` cannot skip waiting
 //! records.
 //! `current_leader_epoch` (v4+) is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+//! Authorization (issue 19): DESCRIBE on each topic, checked before its existence; refused ->
+//! TOPIC_AUTHORIZATION_FAILED on each of its partitions (offset and timestamp -1).
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse,
     ListOffsetsTopicResponse, ResponseBody,
 };
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 use skiff_replication::{Isolation, Reader};
 
@@ -44,18 +48,24 @@ pub fn handle(ctx: &RequestContext<'_>, req: ListOffsetsRequest) -> Reply {
     let v = ctx.api_version;
     let image = ctx.broker.image();
     let read_committed = req.isolation_level == 1;
+    let authz = Checker::new(ctx);
     let topics = req
         .topics
         .iter()
-        .map(|t| ListOffsetsTopicResponse {
+        .map(|t| {
+            let allowed = authz.topic(AclOperation::Describe, &t.name);
+            (t, allowed)
+        })
+        .map(|(t, allowed)| ListOffsetsTopicResponse {
             name: t.name.clone(),
             partitions: t
                 .partitions
                 .iter()
                 .map(|p| {
-                    let result = image
-                        .topic(&t.name)
-                        .ok_or(ErrorCode::UnknownTopicOrPartition)
+                    let result = allowed
+                        .then(|| image.topic(&t.name))
+                        .ok_or(ErrorCode::TopicAuthorizationFailed)
+                        .and_then(|i| i.ok_or(ErrorCode::UnknownTopicOrPartition))
                         .and_then(|info| {
                             lookup(
                                 ctx,

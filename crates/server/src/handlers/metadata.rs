@@ -13,11 +13,20 @@
 //! UNKNOWN_TOPIC_ID (v10+, by id). A null topic list (v1+) or an empty one at v0 means all.
 //! A partition whose log dir is offline (issue 12) is leaderless: LEADER_NOT_AVAILABLE, leader
 //! -1, this node listed in `offline_replicas` (what KRaft answers for a one-broker cluster).
-//! Authorized operations (topic v8+, cluster v8-10), when asked, are every operation of the
-//! resource type (no authorizer yet), else Kafka's "not requested" sentinel `i32::MIN`.
+//! Authorization (issue 19, Kafka's `handleTopicMetadataRequest`): DESCRIBE on each topic,
+//! before its existence. An all-topics request omits the topics the principal may not
+//! describe; a named one answers TOPIC_AUTHORIZATION_FAILED with no details (zero id, no
+//! partitions) whether it exists or not; by id (v12), an id this broker does not know answers
+//! UNKNOWN_TOPIC_ID and a known but refused one TOPIC_AUTHORIZATION_FAILED with its id and no
+//! name (ids are not secret). Auto-creating a missing topic needs CREATE on the cluster or on
+//! the topic, else TOPIC_AUTHORIZATION_FAILED.
+//! Authorized operations (topic v8+, cluster v8-10), when asked, are Kafka's bitfields
+//! ([`super::authz_ops`]; cluster: 0 without DESCRIBE on the cluster), else Kafka's "not
+//! requested" sentinel `i32::MIN`.
 
 use std::collections::BTreeMap;
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_metadata::{PartitionInfo, TopicInfo};
 use skiff_protocol::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
@@ -26,26 +35,24 @@ use skiff_protocol::{
 use skiff_types::{ErrorCode, TopicPartition};
 use uuid::Uuid;
 
+use super::authz_ops::{Checker, OPS_NOT_REQUESTED};
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
-
-/// Kafka's "authorized operations not requested" sentinel.
-const OPS_NOT_REQUESTED: i32 = i32::MIN;
-/// Topic operations when no authorizer is configured: READ(3) WRITE(4) CREATE(5) DELETE(6)
-/// ALTER(7) DESCRIBE(8) DESCRIBE_CONFIGS(10) ALTER_CONFIGS(11).
-pub(crate) const ALL_TOPIC_OPS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-
 pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
     let v = ctx.api_version;
     let broker = ctx.broker;
     let auto_create =
         broker.settings.auto_create_topics && (v < 4 || req.allow_auto_topic_creation);
-    let ops = if req.include_topic_authorized_operations {
-        ALL_TOPIC_OPS
-    } else {
-        OPS_NOT_REQUESTED
+    let authz = Checker::new(ctx);
+    let with_ops = v >= 8 && req.include_topic_authorized_operations;
+    let ops = |name: &str| {
+        if with_ops {
+            authz.authorized_operations(ResourceType::Topic, name)
+        } else {
+            OPS_NOT_REQUESTED
+        }
     };
+    let describe = |name: &str| authz.topic(AclOperation::Describe, name);
     let all = match &req.topics {
         None => true,
         Some(t) => v == 0 && t.is_empty(),
@@ -53,14 +60,30 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
     let mut topics = Vec::new();
     if all {
         for info in broker.image().topics.values() {
-            topics.push(topic_entry(broker, info, ops));
+            if describe(&info.name) {
+                topics.push(topic_entry(broker, info, ops(&info.name)));
+            }
         }
     } else {
         for t in req.topics.iter().flatten() {
             let entry = match (&t.name, t.topic_id.is_nil()) {
-                (Some(name), _) => by_name(ctx, name, auto_create, ops),
+                (Some(name), _) if !describe(name) => {
+                    error_entry(Some(name.clone()), Uuid::nil(), denied())
+                }
+                (Some(name), _) => {
+                    let may_create = || {
+                        authz.cluster(AclOperation::Create)
+                            || authz.topic(AclOperation::Create, name)
+                    };
+                    by_name(ctx, name, auto_create, may_create, ops(name))
+                }
                 (None, false) => match broker.image().topic_by_id(t.topic_id.as_bytes()) {
-                    Some(info) => topic_entry(broker, info, ops),
+                    Some(info) if !describe(&info.name) => error_entry(
+                        if v >= 12 { None } else { Some(String::new()) },
+                        t.topic_id,
+                        denied(),
+                    ),
+                    Some(info) => topic_entry(broker, info, ops(&info.name)),
                     // v12 allows a null name here; older versions need a string.
                     None => error_entry(
                         if v >= 12 { None } else { Some(String::new()) },
@@ -90,8 +113,14 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
         controller_id,
         topics,
         // v8-10 (librdkafka's DescribeCluster is a Metadata v10 request).
-        cluster_authorized_operations: if v >= 8 && req.include_cluster_authorized_operations {
-            super::describe_cluster::ALL_CLUSTER_OPS
+        cluster_authorized_operations: if (8..=10).contains(&v)
+            && req.include_cluster_authorized_operations
+        {
+            if authz.cluster(AclOperation::Describe) {
+                authz.authorized_operations(ResourceType::Cluster, "kafka-cluster")
+            } else {
+                0
+            }
         } else {
             OPS_NOT_REQUESTED
         },
@@ -100,10 +129,17 @@ pub fn handle(ctx: &RequestContext<'_>, req: MetadataRequest) -> Reply {
     Reply::Now(ResponseBody::Metadata(response))
 }
 
+fn denied() -> ErrorCode {
+    ErrorCode::TopicAuthorizationFailed
+}
+
+/// A topic the principal may describe, by name; `may_create`: CREATE on the cluster or the
+/// topic, asked only when the topic is missing and would be auto-created.
 fn by_name(
     ctx: &RequestContext<'_>,
     name: &str,
     auto_create: bool,
+    may_create: impl FnOnce() -> bool,
     ops: i32,
 ) -> MetadataResponseTopic {
     let broker = ctx.broker;
@@ -111,11 +147,16 @@ fn by_name(
         return topic_entry(broker, info, ops);
     }
     if !auto_create {
-        return error_entry(
+        let mut e = error_entry(
             Some(name.to_string()),
             Uuid::nil(),
             ErrorCode::UnknownTopicOrPartition,
         );
+        e.topic_authorized_operations = ops;
+        return e;
+    }
+    if !may_create() {
+        return error_entry(Some(name.to_string()), Uuid::nil(), denied());
     }
     if skiff_metadata::validate_topic_name(name).is_err() {
         return error_entry(

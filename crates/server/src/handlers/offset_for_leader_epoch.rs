@@ -10,7 +10,11 @@
 //! node leads every partition at epoch 0 from its creation, so epoch 0 on a partition that has
 //! no batches yet answers (0, log end offset) as a Kafka leader (which records its epoch on
 //! election) would. `replica_id` (v3+) makes no difference on a single node.
+//! Authorization (issue 19, Kafka's KIP-320 rule): CLUSTER_ACTION on the cluster allows every
+//! topic (a follower); otherwise DESCRIBE on each topic, checked before its existence;
+//! refused -> TOPIC_AUTHORIZATION_FAILED on each of its partitions.
 
+use skiff_auth::acl::AclOperation;
 use skiff_protocol::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResponseEpochEndOffset, OffsetForLeaderTopicResult, ResponseBody,
@@ -18,23 +22,28 @@ use skiff_protocol::{
 use skiff_storage::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 
 pub fn handle(ctx: &RequestContext<'_>, req: OffsetForLeaderEpochRequest) -> Reply {
     let broker = ctx.broker;
     let image = broker.image();
+    let authz = Checker::new(ctx);
+    let cluster = authz.cluster(AclOperation::ClusterAction);
     let topics = req
         .topics
         .iter()
-        .map(|t| OffsetForLeaderTopicResult {
+        .map(|t| (t, cluster || authz.topic(AclOperation::Describe, &t.topic)))
+        .map(|(t, allowed)| OffsetForLeaderTopicResult {
             topic: t.topic.clone(),
             partitions: t
                 .partitions
                 .iter()
                 .map(|p| {
-                    let result = image
-                        .topic(&t.topic)
-                        .ok_or(ErrorCode::UnknownTopicOrPartition)
+                    let result = allowed
+                        .then(|| image.topic(&t.topic))
+                        .ok_or(ErrorCode::TopicAuthorizationFailed)
+                        .and_then(|i| i.ok_or(ErrorCode::UnknownTopicOrPartition))
                         .and_then(|info| {
                             broker.replicas.end_offset_for_epoch(
                                 info,

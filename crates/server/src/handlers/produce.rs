@@ -22,11 +22,19 @@
 //! partition is verified with the transaction coordinator first (KIP-890 part 1,
 //! `crate::txn::verify`): a partition never added to the transaction, or a late batch of an
 //! ended one, is refused with INVALID_TXN_STATE and nothing is appended.
+//!
+//! Authorization (issue 19, Kafka's `handleProduceRequest`), before anything else: a request
+//! carrying transactional batches needs WRITE on its transactional id (none, or refused:
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition; with acks=0 the connection
+//! closes); then WRITE on each topic, refused -> TOPIC_AUTHORIZATION_FAILED on its partitions,
+//! decided before the topic's existence, so a missing topic and a forbidden one look alike.
+//! Idempotent (non-transactional) producers need nothing more at produce time.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+use skiff_auth::acl::{AclOperation, ResourceType};
 use skiff_metadata::MetadataImage;
 use skiff_protocol::{
     BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, ProduceRequest,
@@ -36,6 +44,7 @@ use skiff_record::{BatchView, Compression};
 use skiff_replication::Acks;
 use skiff_types::ErrorCode;
 
+use super::authz_ops::Checker;
 use super::{Reply, RequestContext};
 use crate::broker::Broker;
 use crate::replica::append::{AckWait, AppendError};
@@ -61,16 +70,43 @@ struct Outcome {
 pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
     let broker = ctx.broker;
     let version = ctx.api_version;
+    let tid = req.transactional_id.as_deref();
+    // issue 19: authorization first (transactional id, then WRITE per topic).
+    let authz = Checker::new(ctx);
+    let mut denied: Vec<bool> = Vec::new();
+    if authz.enabled() {
+        if has_transactional_records(&req)
+            && !tid.is_some_and(|t| {
+                authz.allows(AclOperation::Write, ResourceType::TransactionalId, t)
+            })
+        {
+            if req.acks == 0 {
+                return Reply::Close("transactional produce not authorized (acks=0)".into());
+            }
+            return Reply::Now(ResponseBody::Produce(refuse_all(
+                &req,
+                ErrorCode::TransactionalIdAuthorizationFailed,
+                "Transactional Id authorization failed.",
+            )));
+        }
+        denied = req
+            .topic_data
+            .iter()
+            .map(|t| !authz.topic(AclOperation::Write, &t.name))
+            .collect();
+    }
+    let denied = Denied(denied);
     // issue 18: the transaction verification of every partition's batch, first.
     let image = broker.image();
-    let tid = req.transactional_id.as_deref();
     let mut verdicts: Vec<Vec<Verdict>> = req
         .topic_data
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(ti, t)| {
             t.partition_data
                 .iter()
                 .map(|d| match image.topic(&t.name) {
+                    Some(_) if denied.topic(ti) => Verdict::Pass,
                     Some(info) => verify::check(broker, tid, info, d.index, records_of(d)),
                     None => Verdict::Pass,
                 })
@@ -104,12 +140,12 @@ pub fn handle(ctx: &RequestContext<'_>, req: ProduceRequest) -> Reply {
             for (&(ti, pi, _, _), v) in remote.iter().zip(answers) {
                 verdicts[ti][pi] = v;
             }
-            let out = append_all(&broker, &req, version, &verdicts);
+            let out = append_all(&broker, &req, version, &verdicts, &denied);
             let deadline = ack_deadline(&broker, &req);
             finish(out, deadline).await
         }));
     }
-    let out = append_all(broker, &req, version, &verdicts);
+    let out = append_all(broker, &req, version, &verdicts, &denied);
     if req.acks == 0 {
         // Nobody waits: the replica manager's fsync driver still moves the HW.
         return if out.failures.is_empty() {
@@ -151,12 +187,53 @@ fn records_of(data: &PartitionProduceData) -> &[u8] {
         .map_or(&[], |b| &b[..])
 }
 
-/// Appends every partition's batch (those the verification passed), in request order.
+/// Topics (by index in the request) refused WRITE; empty without an authorizer.
+struct Denied(Vec<bool>);
+
+impl Denied {
+    fn topic(&self, ti: usize) -> bool {
+        self.0.get(ti).copied().unwrap_or(false)
+    }
+}
+
+/// Kafka's `RequestUtils.hasTransactionalRecords`: any batch of any partition transactional.
+fn has_transactional_records(req: &ProduceRequest) -> bool {
+    req.topic_data.iter().any(|t| {
+        t.partition_data.iter().any(|d| {
+            skiff_record::batches(records_of(d))
+                .map_while(Result::ok)
+                .any(|(_, b)| b.is_transactional())
+        })
+    })
+}
+
+/// Kafka's `ProduceRequest.getErrorResponse`: every partition answers `code`.
+fn refuse_all(req: &ProduceRequest, code: ErrorCode, message: &str) -> ProduceResponse {
+    ProduceResponse {
+        responses: req
+            .topic_data
+            .iter()
+            .map(|t| TopicProduceResponse {
+                name: t.name.clone(),
+                partition_responses: t
+                    .partition_data
+                    .iter()
+                    .map(|d| failed_partition(d.index, AppendError::code(code, message)))
+                    .collect(),
+            })
+            .collect(),
+        ..ProduceResponse::default()
+    }
+}
+
+/// Appends every partition's batch (those authorized and that the verification passed), in
+/// request order.
 fn append_all(
     broker: &Arc<Broker>,
     req: &ProduceRequest,
     version: i16,
     verdicts: &[Vec<Verdict>],
+    denied: &Denied,
 ) -> Outcome {
     let acks = req.acks;
     let now = broker.now_ms();
@@ -173,6 +250,10 @@ fn append_all(
                 .and_then(|v| v.get(pi))
                 .unwrap_or(&Verdict::Pass);
             let result = match (acks_valid, verdict) {
+                _ if denied.topic(ti) => Err(AppendError::code(
+                    ErrorCode::TopicAuthorizationFailed,
+                    format!("Not authorized to access topics: [{}]", topic.name),
+                )),
                 (None, _) => Err(AppendError::code(
                     ErrorCode::InvalidRequiredAcks,
                     format!("Invalid required acks value {acks}: must be -1, 0 or 1"),
