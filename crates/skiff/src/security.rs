@@ -39,9 +39,20 @@ pub fn security_settings(cfg: &BrokerConfig) -> Result<SecuritySettings, String>
         let protocol = SecurityProtocol::parse(&ls.protocol)
             .ok_or_else(|| format!("listener {name}: unknown security protocol {}", ls.protocol))?;
         let tls: Option<Arc<dyn skiff_server::security::TlsServer>> = if protocol.is_tls() {
-            let c = TlsListenerConfig::from_props(&props, name)
+            // Kafka (KIP-684): on SASL_SSL listeners the broker-wide `ssl.client.auth` does not
+            // apply; only `listener.name.<l>.ssl.client.auth` asks for client certificates.
+            let sasl_ssl = protocol == SecurityProtocol::SaslSsl;
+            let listener_props = |k: &str| -> Option<String> {
+                if sasl_ssl && k == "ssl.client.auth" {
+                    return None;
+                }
+                props(k)
+            };
+            let c = TlsListenerConfig::from_props(&listener_props, name)
                 .map_err(|e| format!("listener {name}: {e}"))?;
-            Some(TlsListener::new(c).map_err(|e| format!("listener {name}: {e}"))?)
+            let t = TlsListener::new(c).map_err(|e| format!("listener {name}: {e}"))?;
+            tracing::info!(target: "skiff::startup", listener = %name, tls = %t.describe(), "TLS");
+            Some(t)
         } else {
             None
         };
