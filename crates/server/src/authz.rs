@@ -63,13 +63,28 @@ impl Authz {
     }
 }
 
+/// The peer address as ACL hosts name it: Java's `InetAddress.getHostAddress()` (Kafka
+/// compares the ACL's host text with it): an IPv4-mapped IPv6 address as IPv4, other IPv6
+/// addresses in full form without zero compression (`0:0:0:0:0:0:0:1`).
+pub fn java_host_address(ip: std::net::IpAddr) -> String {
+    match ip.to_canonical() {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => v6
+            .segments()
+            .iter()
+            .map(|s| format!("{s:x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    }
+}
+
 impl RequestContext<'_> {
     fn internal(&self) -> bool {
         self.listener.name == crate::cluster::LOCAL_LISTENER
     }
 
     fn host(&self) -> String {
-        self.peer.ip().to_string()
+        java_host_address(self.peer.ip())
     }
 
     /// May this request's principal perform `op` on `(resource_type, name)`?
@@ -111,6 +126,18 @@ impl RequestContext<'_> {
                     == AuthorizationResult::Allowed
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hosts_are_written_as_java_writes_them() {
+        let h = |s: &str| super::java_host_address(s.parse().unwrap());
+        assert_eq!(h("127.0.0.1"), "127.0.0.1");
+        assert_eq!(h("::1"), "0:0:0:0:0:0:0:1");
+        assert_eq!(h("::ffff:10.0.0.7"), "10.0.0.7");
+        assert_eq!(h("fe80::1:abcd"), "fe80:0:0:0:0:0:1:abcd");
     }
 }
 

@@ -85,7 +85,7 @@ impl<'a> Checker<'a> {
             ctx.broker.authz.snapshot()
         };
         let host = if index.is_some() {
-            ctx.peer.ip().to_string()
+            crate::authz::java_host_address(ctx.peer.ip())
         } else {
             String::new()
         };
