@@ -103,6 +103,10 @@ impl Server {
                 .map_err(|e| ServerError::Settings(format!("startup task failed: {e}")))??
         };
         admin_state.set_broker(&broker);
+        // issue 19: the authorizer follows the image's ACLs (no-op without an authorizer).
+        if broker.authz.is_enabled() {
+            crate::acl_sync::install(&broker);
+        }
         let background = Some(broker.replicas.log_manager().start_background());
         let cleaner = Some(crate::cleaner::start(&broker));
         let scrubber = Some(crate::scrubber::start(&broker));
