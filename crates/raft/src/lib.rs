@@ -9,7 +9,8 @@
 //! RPCs on the CONTROLLER listener under private API keys) and [`Quorum`] /
 //! [`RaftMetadataLog`] (the `skiff_metadata::MetadataLog` over Raft); [`Observer`] (a
 //! broker-only node following the committed log from the voters) and [`Member`] (voter or
-//! observer, as the broker shell sees it).
+//! observer, as the broker shell sees it). [`transport`] makes every inter-node connection
+//! (TCP, TLS, a SASL login), the quorum's and the broker's node clients'.
 
 pub mod checkpoint;
 pub mod codec;
@@ -21,6 +22,7 @@ pub mod observer;
 pub mod quorum;
 pub mod state_files;
 pub mod state_machine;
+pub mod transport;
 pub mod types;
 
 pub use image_sm::ImageStateMachine;

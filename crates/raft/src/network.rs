@@ -8,7 +8,9 @@
 //! `Result<response, refusal>`. The listener's connection loop hands frames with a private key
 //! to [`crate::Quorum::handle_rpc`] instead of the Kafka decoder; a broker listener refuses
 //! them. Each openraft replication stream ([`Net`]) owns one connection, used one call at a
-//! time (openraft drives it that way), reconnected after a failure.
+//! time (openraft drives it that way), reconnected after a failure. Connections are made by
+//! [`crate::transport::connect`]: TLS and a SASL login first when the CONTROLLER listener
+//! demands them (issue 19; the listener refuses these keys before the login).
 //!
 //! Refusals: a request from another cluster or with another voter list is refused, never
 //! served; a refused voter list stops a node that has not yet joined a working quorum, on
@@ -33,9 +35,9 @@ use openraft::raft::{
 use openraft::storage::Snapshot;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::transport::{ClientSecurity, Stream};
 use crate::types::{Epoch, NodeId, SkiffRaft, Vote};
 
 /// Skiff-private API keys (outside Kafka's range, never advertised by ApiVersions); 32258 is
@@ -170,6 +172,8 @@ pub struct Network {
     /// (fatal until a majority has agreed with this node).
     pub(crate) report: crate::quorum::MismatchReport,
     pub(crate) connect_timeout: Duration,
+    /// How the voters' CONTROLLER listener is reached (TLS, SASL).
+    pub(crate) security: ClientSecurity,
 }
 
 impl std::fmt::Debug for Network {
@@ -187,19 +191,31 @@ impl RaftNetworkFactory<SkiffRaft> for Network {
             addr: node.addr.clone(),
             conn: None,
             next_correlation: 0,
+            failed_connects: 0,
             net: self.clone(),
         }
     }
 }
 
 /// One replication stream's connection to `target`.
-#[derive(Debug)]
 pub struct Net {
     target: NodeId,
     addr: String,
-    conn: Option<TcpStream>,
+    conn: Option<Stream>,
     next_correlation: i32,
+    /// Failed connects in a row (a TLS / SASL refusal is logged at 1, 2, 4, ...).
+    failed_connects: u32,
     net: Network,
+}
+
+impl std::fmt::Debug for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Net")
+            .field("target", &self.target)
+            .field("addr", &self.addr)
+            .field("connected", &self.conn.is_some())
+            .finish()
+    }
 }
 
 impl Net {
@@ -251,11 +267,24 @@ impl Net {
 
     async fn exchange(&mut self, key: i16, body: &[u8]) -> Result<Bytes, Fail> {
         if self.conn.is_none() {
-            let c = tokio::time::timeout(self.net.connect_timeout, TcpStream::connect(&self.addr))
-                .await
-                .map_err(|_| Fail::Unreachable(format!("connect to {} timed out", self.addr)))?
-                .map_err(|e| Fail::Unreachable(format!("connect to {}: {e}", self.addr)))?;
-            let _ = c.set_nodelay(true);
+            let (host, port) =
+                crate::transport::split_addr(&self.addr).map_err(Fail::Unreachable)?;
+            let c =
+                crate::transport::connect(host, port, &self.net.security, self.net.connect_timeout)
+                    .await;
+            let c = match c {
+                Ok(c) => c,
+                Err(e) => {
+                    self.failed_connects = self.failed_connects.saturating_add(1);
+                    if crate::transport::is_security_failure(&e)
+                        && crate::transport::worth_logging(self.failed_connects)
+                    {
+                        tracing::warn!(voter = %self.target, error = %e, failures = self.failed_connects, "cannot log in to a voter's controller listener");
+                    }
+                    return Err(Fail::Unreachable(e));
+                }
+            };
+            self.failed_connects = 0;
             self.conn = Some(c);
         }
         let Some(conn) = self.conn.as_mut() else {
@@ -270,8 +299,8 @@ impl Net {
 
 /// Sends one request frame on `conn` and reads its response (the body after the
 /// correlation id, which is checked).
-pub(crate) async fn round_trip(
-    conn: &mut TcpStream,
+pub(crate) async fn round_trip<S: AsyncRead + AsyncWrite + Unpin + ?Sized>(
+    conn: &mut S,
     key: i16,
     correlation_id: i32,
     body: &[u8],
@@ -279,6 +308,7 @@ pub(crate) async fn round_trip(
     let frame = encode_request(key, correlation_id, body);
     let io = |e: std::io::Error| e.to_string();
     conn.write_all(&frame).await.map_err(io)?;
+    conn.flush().await.map_err(io)?;
     let size = conn.read_i32().await.map_err(io)?;
     let size = usize::try_from(size)
         .ok()

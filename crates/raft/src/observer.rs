@@ -33,10 +33,10 @@ use serde::{Deserialize, Serialize};
 use skiff_metadata::{
     Committed, ImageSink, MetadataError, MetadataLog, QuorumState, Record as MetaRecord,
 };
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::network::{Envelope, RAFT_OBSERVE_KEY, Refusal, Sender, round_trip};
+use crate::transport::{ClientSecurity, Stream};
 
 /// How many entries one answer carries at most.
 pub const OBSERVE_MAX_ENTRIES: usize = 512;
@@ -84,6 +84,8 @@ pub struct ObserverConfig {
     pub voters: Vec<(i32, String, u16)>,
     /// Connect and request timeout; the long poll waits a quarter of it.
     pub request_timeout: Duration,
+    /// How the voters' CONTROLLER listener is reached (TLS, SASL; issue 19).
+    pub security: ClientSecurity,
 }
 
 #[derive(Debug, Default)]
@@ -106,6 +108,7 @@ pub struct Observer {
     fatal: Arc<watch::Sender<Option<String>>>,
     stop: Arc<watch::Sender<bool>>,
     request_timeout: Duration,
+    security: ClientSecurity,
 }
 
 impl Observer {
@@ -129,6 +132,7 @@ impl Observer {
             fatal: Arc::new(watch::channel(None).0),
             stop: Arc::new(watch::channel(false).0),
             request_timeout: cfg.request_timeout,
+            security: cfg.security,
         };
         tokio::spawn(o.clone().run());
         o
@@ -207,9 +211,10 @@ impl Observer {
         let mut stop = self.stop.subscribe();
         let ids: Vec<i32> = self.voters.keys().copied().collect();
         let mut turn = 0usize;
-        let mut conn: Option<(i32, TcpStream)> = None;
+        let mut conn: Option<(i32, Stream)> = None;
         let mut correlation = 0i32;
         let mut backoff = Duration::from_millis(50);
+        let mut failures = 0u32;
         loop {
             if *stop.borrow() || ids.is_empty() {
                 return;
@@ -234,6 +239,7 @@ impl Observer {
             match result {
                 Ok(answer) => {
                     backoff = Duration::from_millis(50);
+                    failures = 0;
                     if let Err(e) = self.apply(answer) {
                         tracing::error!(error = %e, "the metadata log cannot be applied; stopping");
                         self.fatal.send_replace(Some(e));
@@ -250,7 +256,14 @@ impl Observer {
                     }
                 }
                 Err(Failure::Io(e)) => {
-                    tracing::debug!(voter = target, error = %e, "metadata fetch failed; trying another voter");
+                    failures = failures.saturating_add(1);
+                    if crate::transport::is_security_failure(&e)
+                        && crate::transport::worth_logging(failures)
+                    {
+                        tracing::warn!(voter = target, error = %e, failures, "cannot log in to a voter's controller listener; the metadata log cannot be fetched");
+                    } else {
+                        tracing::debug!(voter = target, error = %e, "metadata fetch failed; trying another voter");
+                    }
                     conn = None;
                     self.state.lock().leader = None;
                     turn += 1;
@@ -264,23 +277,17 @@ impl Observer {
         }
     }
 
-    async fn connect(&self, id: i32) -> Result<TcpStream, Failure> {
+    async fn connect(&self, id: i32) -> Result<Stream, Failure> {
         let (host, port) = self
             .voters
             .get(&id)
             .ok_or_else(|| Failure::Io(format!("no voter {id}")))?;
-        let c = tokio::time::timeout(
-            self.request_timeout,
-            TcpStream::connect((host.as_str(), *port)),
-        )
-        .await
-        .map_err(|_| Failure::Io(format!("connect to {host}:{port} timed out")))?
-        .map_err(|e| Failure::Io(format!("connect to {host}:{port}: {e}")))?;
-        let _ = c.set_nodelay(true);
-        Ok(c)
+        crate::transport::connect(host, *port, &self.security, self.request_timeout)
+            .await
+            .map_err(Failure::Io)
     }
 
-    async fn ask(&self, conn: &mut TcpStream, correlation: i32) -> Result<ObserveAnswer, Failure> {
+    async fn ask(&self, conn: &mut Stream, correlation: i32) -> Result<ObserveAnswer, Failure> {
         let (next_index, caught_up) = {
             let s = self.state.lock();
             (s.next_index, s.caught_up)

@@ -69,6 +69,8 @@ pub struct QuorumConfig {
     pub lead_wait: Duration,
     /// When snapshots are taken and how much log is kept behind them.
     pub snapshots: SnapshotSettings,
+    /// How the other voters' CONTROLLER listener is reached (TLS, SASL; issue 19).
+    pub security: crate::transport::ClientSecurity,
 }
 
 /// When the quorum writes a metadata snapshot (Kafka's keys) and what it purges then.
@@ -207,6 +209,7 @@ impl Quorum {
             me: me.clone(),
             report: fatal.clone(),
             connect_timeout: Duration::from_millis(election),
+            security: cfg.security.clone(),
         };
         let raft = Raft::new(
             NodeId(cfg.node_id),

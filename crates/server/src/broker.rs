@@ -205,7 +205,7 @@ impl Broker {
         let clock = settings.log_manager.clock.clone();
         Ok(Arc::new_cyclic(|me| Broker {
             me: me.clone(),
-            peers: crate::cluster::Peers::default(),
+            peers: crate::cluster::Peers::new(&settings),
             producer_ids: crate::producer_ids::ProducerIdBlocks::default(),
             clock,
             fetch_sessions: Mutex::new(FetchSessionCache::new(settings.fetch_session_slots)),

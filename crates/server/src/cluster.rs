@@ -22,12 +22,10 @@
 //! Pure parts: none worth a table (the decisions are the controller's); the loops only carry
 //! answers back and forth, each wait bounded.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use skiff_metadata::{ImageSink, MetadataStore};
 use skiff_protocol::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest,
@@ -39,7 +37,7 @@ use uuid::Uuid;
 
 use crate::broker::Broker;
 use crate::error::ServerError;
-use crate::node_client::{NodeClient, NodeClientConfig, NodeClientError};
+use crate::node_client::NodeClientError;
 use crate::server::BoundListener;
 use crate::settings::{QuorumSettings, ServerSettings};
 
@@ -64,6 +62,7 @@ pub fn open_quorum(
         clock: clock.clone(),
         lead_wait,
         snapshots: q.snapshots,
+        security: client_security(&settings.security.controller),
     };
     let voters = cfg.voter_string();
     let quorum = tokio::runtime::Handle::current()
@@ -132,6 +131,7 @@ pub fn open_observer(
             cluster_id: cluster_id.clone(),
             voters: q.voters.clone(),
             request_timeout: request_timeout(q),
+            security: client_security(&settings.security.controller),
         },
         sink.clone(),
     );
@@ -153,51 +153,7 @@ pub fn open_observer(
     Ok((store, observer))
 }
 
-/// Inter-node clients, one per node address and purpose, made on first use.
-///
-/// A node answers the requests of one connection in order, so a request whose answer waits
-/// for replication must not share a connection with the fetches that replication needs:
-/// the transaction coordinator's WriteTxnMarkers (acks=-1 on the leader) and the leaders'
-/// verification calls get their own connections ([`Peers::client_for`]), apart from the
-/// replica fetchers' and the controller RPCs' ([`Peers::client`]).
-#[derive(Debug, Default)]
-pub struct Peers {
-    clients: Mutex<HashMap<(&'static str, String), NodeClient>>,
-    /// Topics being created through the controller in the background.
-    pub creating: Mutex<std::collections::HashSet<String>>,
-}
-
-impl Peers {
-    /// The shared connection to `addr` (fetchers, controller RPCs, forwarding).
-    pub fn client(&self, addr: &str, request_timeout: Duration) -> NodeClient {
-        self.client_for("node", addr, request_timeout)
-    }
-
-    /// The connection to `addr` for `purpose` (`skiff-<purpose>` is its client id); the
-    /// timeout is the one of the call that made it.
-    pub fn client_for(
-        &self,
-        purpose: &'static str,
-        addr: &str,
-        request_timeout: Duration,
-    ) -> NodeClient {
-        self.clients
-            .lock()
-            .entry((purpose, addr.to_string()))
-            .or_insert_with(|| {
-                NodeClient::spawn(
-                    addr,
-                    NodeClientConfig {
-                        client_id: format!("skiff-{purpose}"),
-                        connect_timeout: request_timeout,
-                        request_timeout,
-                        ..NodeClientConfig::default()
-                    },
-                )
-            })
-            .clone()
-    }
-}
+pub use peers::{Peers, client_security};
 
 fn request_timeout(q: &QuorumSettings) -> Duration {
     Duration::from_millis(q.session_timeout_ms.clamp(1000, 30_000))
@@ -376,7 +332,7 @@ async fn lifecycle(
     q: QuorumSettings,
     endpoints: Vec<Listener>,
 ) {
-    let peers = Peers::default();
+    let peers = broker.peers.sibling();
     let interval = Duration::from_millis(q.heartbeat_interval_ms.max(10));
     let retry = Duration::from_millis((q.heartbeat_interval_ms / 4).clamp(10, 500));
     let incarnation_id = Uuid::new_v4();
@@ -764,6 +720,8 @@ pub fn create_topic_on_controller(
         b.peers.creating.lock().remove(&name);
     });
 }
+
+mod peers;
 
 #[cfg(test)]
 #[path = "cluster_tests.rs"]

@@ -12,7 +12,9 @@
 //! A connection that fails (connect, write, read, a frame out of step) fails every call in
 //! flight with [`NodeClientError::Disconnected`] and is dropped; the next call reconnects after
 //! the backoff ([`Backoff`], Kafka's `reconnect.backoff.ms` / `reconnect.backoff.max.ms`
-//! doubling) that grows with each failed connect and resets on success.
+//! doubling) that grows with each failed connect and resets on success. The connection is made
+//! by `skiff_raft::transport::connect` with [`NodeClientConfig::security`]: TLS and a SASL
+//! login come before ApiVersions when the node's listener demands them (issue 19).
 //!
 //! Pure parts: [`negotiate`] (the version both sides support) and [`Backoff::delay`].
 //! Invariants: every call is answered exactly once (a response, a local refusal, a timeout or
@@ -29,8 +31,9 @@ use skiff_protocol::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestBody, RequestHeader, ResponseBody,
     decode_response, encode_request,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use skiff_raft::transport::Stream;
+pub use skiff_raft::transport::{ClientSecurity, SaslLogin};
+use tokio::io::{AsyncWriteExt, WriteHalf};
 use tokio::sync::{mpsc, oneshot};
 
 /// Why a call failed.
@@ -102,6 +105,8 @@ pub struct NodeClientConfig {
     pub max_frame_bytes: usize,
     /// Calls queued before `call` waits for room.
     pub queue: usize,
+    /// How the node's listener is reached (TLS, SASL).
+    pub security: ClientSecurity,
 }
 
 impl Default for NodeClientConfig {
@@ -113,6 +118,7 @@ impl Default for NodeClientConfig {
             backoff: Backoff::default(),
             max_frame_bytes: skiff_protocol::blocking::DEFAULT_MAX_FRAME_BYTES,
             queue: 1024,
+            security: ClientSecurity::default(),
         }
     }
 }
@@ -217,7 +223,7 @@ struct InFlight {
 
 /// A live connection: the write half, the frames the reader hands back, what is in flight.
 struct Conn {
-    write: tokio::net::tcp::OwnedWriteHalf,
+    write: WriteHalf<Stream>,
     frames: mpsc::Receiver<Result<Bytes, String>>,
     apis: NodeApis,
     in_flight: VecDeque<InFlight>,
@@ -249,6 +255,12 @@ async fn run(
                 }
                 Err(e) => {
                     failures = failures.saturating_add(1);
+                    if let NodeClientError::Connect { reason, .. } = &e
+                        && skiff_raft::transport::is_security_failure(reason)
+                        && skiff_raft::transport::worth_logging(failures)
+                    {
+                        tracing::warn!(node = %addr, error = %reason, failures, "cannot log in to a node (TLS / SASL)");
+                    }
                     let _ = call.reply.send(Err(e));
                 }
             }
@@ -330,8 +342,7 @@ async fn submit(
     };
     let correlation_id = take_id(next_id);
     let frame = encode(config, key, version, correlation_id, &call.body)?;
-    c.write
-        .write_all(&frame)
+    write_frame(&mut c.write, &frame)
         .await
         .map_err(|e| disconnected(addr, e.to_string()))?;
     c.in_flight.push_back(InFlight {
@@ -415,17 +426,18 @@ async fn connect(
         addr: addr.to_string(),
         reason,
     };
-    let stream = tokio::time::timeout(config.connect_timeout, TcpStream::connect(addr))
-        .await
-        .map_err(|_| fail(format!("no connection within {:?}", config.connect_timeout)))?
-        .map_err(|e| fail(e.to_string()))?;
-    let _ = stream.set_nodelay(true);
-    let (mut read, mut write) = stream.into_split();
+    let (host, port) = skiff_raft::transport::split_addr(addr).map_err(fail)?;
+    let stream =
+        skiff_raft::transport::connect(host, port, &config.security, config.connect_timeout)
+            .await
+            .map_err(fail)?;
+    let (mut read, mut write) = tokio::io::split(stream);
     let (tx, mut frames) = mpsc::channel(64);
     let max = config.max_frame_bytes;
     tokio::spawn(async move {
         loop {
-            let frame = read_frame(&mut read, max).await;
+            // The size is checked before anything is allocated.
+            let frame = skiff_raft::transport::read_frame(&mut read, max).await;
             let stop = frame.is_err();
             if tx.send(frame).await.is_err() || stop {
                 return;
@@ -441,8 +453,7 @@ async fn connect(
             client_software_version: env!("CARGO_PKG_VERSION").into(),
         });
         let frame = encode(config, ApiKey::ApiVersions, version, id, &body)?;
-        write
-            .write_all(&frame)
+        write_frame(&mut write, &frame)
             .await
             .map_err(|e| fail(e.to_string()))?;
         let raw = tokio::time::timeout(config.request_timeout, frames.recv())
@@ -480,23 +491,10 @@ async fn connect(
     })
 }
 
-/// One size-prefixed frame (the size checked before anything is allocated).
-async fn read_frame(
-    read: &mut tokio::net::tcp::OwnedReadHalf,
-    max: usize,
-) -> Result<Bytes, String> {
-    let mut size = [0u8; 4];
-    read.read_exact(&mut size)
-        .await
-        .map_err(|e| e.to_string())?;
-    let size = i32::from_be_bytes(size);
-    let len = usize::try_from(size)
-        .ok()
-        .filter(|n| *n <= max)
-        .ok_or_else(|| format!("response frame of {size} bytes is negative or above {max}"))?;
-    let mut buf = vec![0u8; len];
-    read.read_exact(&mut buf).await.map_err(|e| e.to_string())?;
-    Ok(Bytes::from(buf))
+/// Writes one frame and flushes it (TLS holds written bytes until flushed).
+async fn write_frame(write: &mut WriteHalf<Stream>, frame: &[u8]) -> std::io::Result<()> {
+    write.write_all(frame).await?;
+    write.flush().await
 }
 
 #[cfg(test)]
