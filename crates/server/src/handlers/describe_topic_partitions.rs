@@ -54,7 +54,10 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeTopicPartitionsRequest) -> 
                 topics: req
                     .topics
                     .iter()
-                    .map(|t| error_topic(&t.name, ErrorCode::InvalidRequest))
+                    .map(|t| DescribeTopicPartitionsResponseTopic {
+                        is_internal: false,
+                        ..error_topic(&t.name, ErrorCode::InvalidRequest)
+                    })
                     .collect(),
                 ..DescribeTopicPartitionsResponse::default()
             },
@@ -89,10 +92,10 @@ pub fn handle(ctx: &RequestContext<'_>, req: DescribeTopicPartitionsRequest) -> 
         // to the next answered one.
         if !authz.topic(AclOperation::Describe, &name) {
             if !all {
-                let mut e = error_topic(&name, ErrorCode::TopicAuthorizationFailed);
-                e.is_internal = false;
-                e.topic_authorized_operations = OPS_NOT_REQUESTED;
-                refused_topics.push(e);
+                refused_topics.push(DescribeTopicPartitionsResponseTopic {
+                    is_internal: false,
+                    ..error_topic(&name, ErrorCode::TopicAuthorizationFailed)
+                });
             }
             continue;
         }
