@@ -84,6 +84,9 @@ pub const APIS: &[ApiEntry] = &[
     api("DeleteAcls", 1, 3),
     api("DescribeUserScramCredentials", 0, 0),
     api("AlterUserScramCredentials", 0, 0),
+    // Issue 19: forwarded admin requests carry the client's principal and address (KIP-590),
+    // on controller listeners only.
+    api("Envelope", 0, 0),
 ];
 
 /// Header definitions (all versions).

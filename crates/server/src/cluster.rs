@@ -655,19 +655,55 @@ pub fn is_forwarded(key: skiff_protocol::ApiKey) -> bool {
 /// other node is known to lead (the caller handles it here, which answers NOT_CONTROLLER if
 /// this node does not lead by then).
 #[allow(clippy::result_large_err)] // the request goes back to the caller unchanged
+///
+/// A client's request (`client`: its principal, address and client id) goes inside an
+/// Envelope so the controller authorizes the client, not this node (`crate::envelope`);
+/// this node's own requests (`None`) go as they are.
 pub fn forward(
     broker: &Arc<Broker>,
     version: i16,
     body: RequestBody,
+    client: Option<(
+        &skiff_auth::principal::KafkaPrincipal,
+        std::net::IpAddr,
+        Option<&str>,
+    )>,
 ) -> Result<crate::handlers::LaterResponse, RequestBody> {
     let (Some(addr), Some(q)) = (controller_addr(broker), broker.settings.quorum.as_ref()) else {
         return Err(body);
     };
-    let client = broker.peers.client(&addr, request_timeout(q));
+    let client_node = broker.peers.client(&addr, request_timeout(q));
     let key = body.api_key();
+    let envelope = match client {
+        Some((principal, ip, client_id)) => {
+            match crate::envelope::wrap(principal, ip, client_id, version, &body) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    tracing::error!(api = key.name(), error = %e, "cannot wrap a forwarded request");
+                    return Err(body);
+                }
+            }
+        }
+        None => None,
+    };
     let b = Arc::clone(broker);
     Ok(Box::pin(async move {
-        match client.call_at(version, body.clone()).await {
+        let answer = match envelope {
+            Some(env) => match client_node.call_at(0, env).await {
+                Ok(ResponseBody::Envelope(r)) => crate::envelope::unwrap_response(key, version, r)
+                    .map_err(|e| crate::node_client::NodeClientError::Disconnected {
+                        addr: addr.clone(),
+                        reason: e,
+                    }),
+                Ok(_) => Err(crate::node_client::NodeClientError::Disconnected {
+                    addr: addr.clone(),
+                    reason: "not an Envelope response".into(),
+                }),
+                Err(e) => Err(e),
+            },
+            None => client_node.call_at(version, body.clone()).await,
+        };
+        match answer {
             Ok(r) => r,
             Err(e) => {
                 // Answered here instead: NOT_CONTROLLER per item unless this node leads by now.
@@ -711,7 +747,7 @@ pub fn create_topic_on_controller(
     let b = Arc::clone(broker);
     let name = name.to_string();
     tokio::spawn(async move {
-        match forward(&b, 7, body) {
+        match forward(&b, 7, body, None) {
             Ok(f) => {
                 let _ = f.await;
             }

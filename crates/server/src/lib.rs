@@ -28,6 +28,7 @@ pub mod cluster;
 pub mod connection;
 pub mod coordinator;
 pub mod delivery;
+pub mod envelope;
 pub mod error;
 pub mod fetch_session;
 pub mod handlers;

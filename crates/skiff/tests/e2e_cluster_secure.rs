@@ -333,6 +333,51 @@ fn e2e_cluster_over_sasl_ssl_and_a_node_with_a_wrong_password() {
         t.elapsed()
     );
 
+    // The forwarded request is authorized as the client, not as the forwarding node (a
+    // super user on the controller listener): an Envelope carries the client's principal.
+    let t = Instant::now();
+    // CREATE on the cluster would allow every topic: deny it too (the cluster then has
+    // ACLs, so allow.everyone.if.no.acl.found no longer opens it).
+    let acl = |resource_type: i8, name: &str, pattern: i8| skiff_protocol::AclCreation {
+        resource_type,
+        resource_name: name.into(),
+        resource_pattern_type: pattern,
+        principal: "User:ANONYMOUS".into(),
+        host: "*".into(),
+        operation: 5,       // CREATE
+        permission_type: 2, // DENY
+    };
+    let deny = skiff_protocol::CreateAclsRequest {
+        creations: vec![acl(4, "kafka-cluster", 3), acl(2, "denied-", 4)],
+    };
+    let ResponseBody::CreateAcls(r) = Conn::open(client[via - 1]).call(3, deny) else {
+        panic!("not a CreateAcls response")
+    };
+    for res in &r.results {
+        assert_eq!(res.error_code, 0, "{:?}", res.error_message);
+    }
+    let denied = create_topics_request("denied-topic", 1, &[]);
+    let code = wait_until(
+        "the DENY to reach the controller's authorizer",
+        Duration::from_secs(15),
+        || {
+            let ResponseBody::CreateTopics(r) = Conn::open(client[via - 1]).call(7, denied.clone())
+            else {
+                panic!("not a CreateTopics response")
+            };
+            let code = r.topics[0].error_code;
+            (code != 0).then_some(code)
+        },
+    );
+    assert_eq!(
+        code, 29,
+        "TOPIC_AUTHORIZATION_FAILED for the client's principal"
+    );
+    eprintln!(
+        "phase forwarded request authorized as its client: {:?}",
+        t.elapsed()
+    );
+
     // acks=all: each answer needs the followers to have fetched the batch over SASL_SSL.
     let t = Instant::now();
     let lp = client[(leader - 1) as usize];

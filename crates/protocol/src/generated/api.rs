@@ -55,6 +55,7 @@ pub enum ApiKey {
     AlterUserScramCredentials = 51,
     DescribeQuorum = 55,
     AlterPartition = 56,
+    Envelope = 58,
     DescribeCluster = 60,
     DescribeProducers = 61,
     BrokerRegistration = 62,
@@ -115,6 +116,7 @@ impl ApiKey {
         ApiKey::AlterUserScramCredentials,
         ApiKey::DescribeQuorum,
         ApiKey::AlterPartition,
+        ApiKey::Envelope,
         ApiKey::DescribeCluster,
         ApiKey::DescribeProducers,
         ApiKey::BrokerRegistration,
@@ -175,6 +177,7 @@ impl ApiKey {
             51 => Some(ApiKey::AlterUserScramCredentials),
             55 => Some(ApiKey::DescribeQuorum),
             56 => Some(ApiKey::AlterPartition),
+            58 => Some(ApiKey::Envelope),
             60 => Some(ApiKey::DescribeCluster),
             61 => Some(ApiKey::DescribeProducers),
             62 => Some(ApiKey::BrokerRegistration),
@@ -237,6 +240,7 @@ impl ApiKey {
             ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
             ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::AlterPartition => "AlterPartition",
+            ApiKey::Envelope => "Envelope",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::DescribeProducers => "DescribeProducers",
             ApiKey::BrokerRegistration => "BrokerRegistration",
@@ -298,6 +302,7 @@ impl ApiKey {
             ApiKey::AlterUserScramCredentials => (0, 0),
             ApiKey::DescribeQuorum => (0, 2),
             ApiKey::AlterPartition => (0, 3),
+            ApiKey::Envelope => (0, 0),
             ApiKey::DescribeCluster => (0, 1),
             ApiKey::DescribeProducers => (0, 0),
             ApiKey::BrokerRegistration => (0, 4),
@@ -369,6 +374,7 @@ impl ApiKey {
             }
             ApiKey::DescribeQuorum => <DescribeQuorumRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterPartition => <AlterPartitionRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::Envelope => <EnvelopeRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationRequest as Codec>::FLEXIBLE_MIN,
@@ -446,6 +452,7 @@ impl ApiKey {
             }
             ApiKey::DescribeQuorum => <DescribeQuorumResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::AlterPartition => <AlterPartitionResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::Envelope => <EnvelopeResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeCluster => <DescribeClusterResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeProducers => <DescribeProducersResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::BrokerRegistration => <BrokerRegistrationResponse as Codec>::FLEXIBLE_MIN,
@@ -514,6 +521,7 @@ pub enum RequestBody {
     AlterUserScramCredentials(AlterUserScramCredentialsRequest),
     DescribeQuorum(DescribeQuorumRequest),
     AlterPartition(AlterPartitionRequest),
+    Envelope(EnvelopeRequest),
     DescribeCluster(DescribeClusterRequest),
     DescribeProducers(DescribeProducersRequest),
     BrokerRegistration(BrokerRegistrationRequest),
@@ -575,6 +583,7 @@ impl RequestBody {
             RequestBody::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
             RequestBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             RequestBody::AlterPartition(_) => ApiKey::AlterPartition,
+            RequestBody::Envelope(_) => ApiKey::Envelope,
             RequestBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             RequestBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             RequestBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
@@ -702,6 +711,7 @@ impl RequestBody {
             ApiKey::AlterPartition => {
                 RequestBody::AlterPartition(AlterPartitionRequest::decode(buf, version)?)
             }
+            ApiKey::Envelope => RequestBody::Envelope(EnvelopeRequest::decode(buf, version)?),
             ApiKey::DescribeCluster => {
                 RequestBody::DescribeCluster(DescribeClusterRequest::decode(buf, version)?)
             }
@@ -789,6 +799,7 @@ impl RequestBody {
             RequestBody::AlterUserScramCredentials(b) => b.encode(out, version),
             RequestBody::DescribeQuorum(b) => b.encode(out, version),
             RequestBody::AlterPartition(b) => b.encode(out, version),
+            RequestBody::Envelope(b) => b.encode(out, version),
             RequestBody::DescribeCluster(b) => b.encode(out, version),
             RequestBody::DescribeProducers(b) => b.encode(out, version),
             RequestBody::BrokerRegistration(b) => b.encode(out, version),
@@ -850,6 +861,7 @@ impl RequestBody {
             RequestBody::AlterUserScramCredentials(b) => b.encoded_size(version),
             RequestBody::DescribeQuorum(b) => b.encoded_size(version),
             RequestBody::AlterPartition(b) => b.encoded_size(version),
+            RequestBody::Envelope(b) => b.encoded_size(version),
             RequestBody::DescribeCluster(b) => b.encoded_size(version),
             RequestBody::DescribeProducers(b) => b.encoded_size(version),
             RequestBody::BrokerRegistration(b) => b.encoded_size(version),
@@ -1085,6 +1097,11 @@ impl From<AlterPartitionRequest> for RequestBody {
         RequestBody::AlterPartition(b)
     }
 }
+impl From<EnvelopeRequest> for RequestBody {
+    fn from(b: EnvelopeRequest) -> Self {
+        RequestBody::Envelope(b)
+    }
+}
 impl From<DescribeClusterRequest> for RequestBody {
     fn from(b: DescribeClusterRequest) -> Self {
         RequestBody::DescribeCluster(b)
@@ -1188,6 +1205,7 @@ pub enum ResponseBody {
     AlterUserScramCredentials(AlterUserScramCredentialsResponse),
     DescribeQuorum(DescribeQuorumResponse),
     AlterPartition(AlterPartitionResponse),
+    Envelope(EnvelopeResponse),
     DescribeCluster(DescribeClusterResponse),
     DescribeProducers(DescribeProducersResponse),
     BrokerRegistration(BrokerRegistrationResponse),
@@ -1249,6 +1267,7 @@ impl ResponseBody {
             ResponseBody::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
             ResponseBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
             ResponseBody::AlterPartition(_) => ApiKey::AlterPartition,
+            ResponseBody::Envelope(_) => ApiKey::Envelope,
             ResponseBody::DescribeCluster(_) => ApiKey::DescribeCluster,
             ResponseBody::DescribeProducers(_) => ApiKey::DescribeProducers,
             ResponseBody::BrokerRegistration(_) => ApiKey::BrokerRegistration,
@@ -1384,6 +1403,7 @@ impl ResponseBody {
             ApiKey::AlterPartition => {
                 ResponseBody::AlterPartition(AlterPartitionResponse::decode(buf, version)?)
             }
+            ApiKey::Envelope => ResponseBody::Envelope(EnvelopeResponse::decode(buf, version)?),
             ApiKey::DescribeCluster => {
                 ResponseBody::DescribeCluster(DescribeClusterResponse::decode(buf, version)?)
             }
@@ -1471,6 +1491,7 @@ impl ResponseBody {
             ResponseBody::AlterUserScramCredentials(b) => b.encode(out, version),
             ResponseBody::DescribeQuorum(b) => b.encode(out, version),
             ResponseBody::AlterPartition(b) => b.encode(out, version),
+            ResponseBody::Envelope(b) => b.encode(out, version),
             ResponseBody::DescribeCluster(b) => b.encode(out, version),
             ResponseBody::DescribeProducers(b) => b.encode(out, version),
             ResponseBody::BrokerRegistration(b) => b.encode(out, version),
@@ -1532,6 +1553,7 @@ impl ResponseBody {
             ResponseBody::AlterUserScramCredentials(b) => b.encoded_size(version),
             ResponseBody::DescribeQuorum(b) => b.encoded_size(version),
             ResponseBody::AlterPartition(b) => b.encoded_size(version),
+            ResponseBody::Envelope(b) => b.encoded_size(version),
             ResponseBody::DescribeCluster(b) => b.encoded_size(version),
             ResponseBody::DescribeProducers(b) => b.encoded_size(version),
             ResponseBody::BrokerRegistration(b) => b.encoded_size(version),
@@ -1767,6 +1789,11 @@ impl From<AlterPartitionResponse> for ResponseBody {
         ResponseBody::AlterPartition(b)
     }
 }
+impl From<EnvelopeResponse> for ResponseBody {
+    fn from(b: EnvelopeResponse) -> Self {
+        ResponseBody::Envelope(b)
+    }
+}
 impl From<DescribeClusterResponse> for ResponseBody {
     fn from(b: DescribeClusterResponse) -> Self {
         ResponseBody::DescribeCluster(b)
@@ -1954,6 +1981,9 @@ impl crate::Request for DescribeQuorumRequest {
 }
 impl crate::Request for AlterPartitionRequest {
     type Response = AlterPartitionResponse;
+}
+impl crate::Request for EnvelopeRequest {
+    type Response = EnvelopeResponse;
 }
 impl crate::Request for DescribeClusterRequest {
     type Response = DescribeClusterResponse;

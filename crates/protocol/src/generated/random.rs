@@ -3491,6 +3491,27 @@ impl Random for AlterUserScramCredentialsResult {
     }
 }
 
+impl Random for EnvelopeRequest {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.request_data = rng.bytes();
+        this.request_principal = rng.maybe(true, |rng| rng.bytes());
+        this.client_host_address = rng.bytes();
+
+        this
+    }
+}
+
+impl Random for EnvelopeResponse {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.response_data = rng.maybe(true, |rng| rng.bytes());
+        this.error_code = rng.i16();
+
+        this
+    }
+}
+
 impl Random for RequestHeader {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
@@ -4284,6 +4305,7 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
         ApiKey::AlterUserScramCredentials => RequestBody::AlterUserScramCredentials(
             AlterUserScramCredentialsRequest::random(rng, version),
         ),
+        ApiKey::Envelope => RequestBody::Envelope(EnvelopeRequest::random(rng, version)),
     }
 }
 
@@ -4427,5 +4449,6 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
         ApiKey::AlterUserScramCredentials => ResponseBody::AlterUserScramCredentials(
             AlterUserScramCredentialsResponse::random(rng, version),
         ),
+        ApiKey::Envelope => ResponseBody::Envelope(EnvelopeResponse::random(rng, version)),
     }
 }

@@ -200,6 +200,8 @@ pub const CONTROLLER_APIS: &[ApiKey] = &[
     ApiKey::BrokerHeartbeat,
     ApiKey::AllocateProducerIds,
     ApiKey::AlterPartition,
+    // Issue 19: forwarded admin requests with their client's principal (`crate::envelope`).
+    ApiKey::Envelope,
 ];
 
 /// Produce versions below this are advertised (librdkafka needs min 0 to enable compression,
@@ -251,7 +253,8 @@ pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
         && crate::cluster::is_forwarded(body.api_key())
         && !crate::cluster::is_controller(ctx.broker)
     {
-        match crate::cluster::forward(ctx.broker, ctx.api_version, body) {
+        let client = (ctx.principal, ctx.peer.ip(), ctx.client_id);
+        match crate::cluster::forward(ctx.broker, ctx.api_version, body, Some(client)) {
             Ok(f) => return Reply::Later(f),
             Err(b) => body = b,
         }
@@ -300,6 +303,7 @@ pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
         RequestBody::BrokerHeartbeat(r) => broker_heartbeat::handle(ctx, r),
         RequestBody::AllocateProducerIds(r) => allocate_producer_ids::handle(ctx, r),
         RequestBody::AlterPartition(r) => alter_partition::handle(ctx, r),
+        RequestBody::Envelope(r) => crate::envelope::handle(ctx, r),
         RequestBody::AddPartitionsToTxn(r) => add_partitions_to_txn::handle(ctx, r),
         RequestBody::AddOffsetsToTxn(r) => add_offsets_to_txn::handle(ctx, r),
         RequestBody::EndTxn(r) => end_txn::handle(ctx, r),
