@@ -261,10 +261,10 @@ fn kcat_flags(bootstrap: &str, config: &Value) -> Vec<String> {
     args
 }
 
-/// `kcat -L` (metadata, 8 s timeout) with `config`.
+/// `kcat -L` (metadata, 5 s timeout) with `config`.
 pub fn kcat_list(bootstrap: &str, config: &Value) -> Output {
     let mut args = kcat_flags(bootstrap, config);
-    args.extend(["-L", "-m", "8"].map(str::to_owned));
+    args.extend(["-L", "-m", "5"].map(str::to_owned));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     kcat(&args, b"")
 }
