@@ -105,6 +105,15 @@ impl std::fmt::Debug for TlsListener {
 /// The ring provider restricted to the configured cipher suites.
 fn provider(cfg: &TlsListenerConfig) -> Result<Arc<CryptoProvider>, TlsError> {
     let mut provider = config::ring_provider();
+    if cfg.cipher_suites.is_empty() {
+        // Issue 19 performance: AES-128-GCM first (with AES-NI about a third cheaper per byte
+        // than AES-256-GCM, which OpenSSL clients ask for first); the server's order wins
+        // (`ignore_client_order` in `build_server`). `ssl.cipher.suites` keeps its own order.
+        provider.cipher_suites.sort_by_key(|s| {
+            let name = format!("{:?}", s.suite());
+            (!name.contains("AES_128_GCM"), !name.contains("AES_256_GCM"))
+        });
+    }
     if !cfg.cipher_suites.is_empty() {
         provider.cipher_suites =
             config::resolve_cipher_suites(&cfg.cipher_suites).map_err(|message| {
@@ -188,12 +197,14 @@ fn build_server(cfg: &TlsListenerConfig, m: Material) -> Result<ServerConfig, Tl
                 .into(),
         });
     };
-    builder.with_single_cert(m.chain, key).map_err(|e| {
+    let mut config = builder.with_single_cert(m.chain, key).map_err(|e| {
         setup_err(
             cfg,
             format!("the private key and the certificate chain do not go together: {e}"),
         )
-    })
+    })?;
+    config.ignore_client_order = true;
+    Ok(config)
 }
 
 fn summarize(m: &Material) -> Summary {
