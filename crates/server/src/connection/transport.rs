@@ -6,7 +6,7 @@
 //! (bounded by a deadline; bytes that are not TLS end it), then both halves go through rustls
 //! and a file region is read into memory and encrypted: sendfile cannot be used under TLS
 //! without kernel TLS, which costs a copy through user space per fetched byte (measured in
-//! docs/performance.md, "TLS").
+//! docs/performance.md, "TLS and authorization").
 //!
 //! Invariant: a [`Writer`] writes exactly the bytes of a region or fails (the response frame
 //! promised them); nothing here panics on peer input.
