@@ -285,7 +285,7 @@ impl Probe for FetchResponsePartitionData {
 #[test]
 fn supported_api_versions_lists_the_table() {
     let list = supported_api_versions();
-    assert_eq!(list.len(), 56);
+    assert_eq!(list.len(), 57);
     for key in [56, 62, 63, 67, 24, 25, 26, 27, 28, 65, 66, 17, 36, 58] {
         // AlterPartition, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds: the
         // cluster's controller RPCs; AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,

@@ -51,6 +51,7 @@ pub enum ApiKey {
     AlterPartitionReassignments = 45,
     ListPartitionReassignments = 46,
     OffsetDelete = 47,
+    DescribeClientQuotas = 48,
     DescribeUserScramCredentials = 50,
     AlterUserScramCredentials = 51,
     DescribeQuorum = 55,
@@ -112,6 +113,7 @@ impl ApiKey {
         ApiKey::AlterPartitionReassignments,
         ApiKey::ListPartitionReassignments,
         ApiKey::OffsetDelete,
+        ApiKey::DescribeClientQuotas,
         ApiKey::DescribeUserScramCredentials,
         ApiKey::AlterUserScramCredentials,
         ApiKey::DescribeQuorum,
@@ -173,6 +175,7 @@ impl ApiKey {
             45 => Some(ApiKey::AlterPartitionReassignments),
             46 => Some(ApiKey::ListPartitionReassignments),
             47 => Some(ApiKey::OffsetDelete),
+            48 => Some(ApiKey::DescribeClientQuotas),
             50 => Some(ApiKey::DescribeUserScramCredentials),
             51 => Some(ApiKey::AlterUserScramCredentials),
             55 => Some(ApiKey::DescribeQuorum),
@@ -236,6 +239,7 @@ impl ApiKey {
             ApiKey::AlterPartitionReassignments => "AlterPartitionReassignments",
             ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
             ApiKey::OffsetDelete => "OffsetDelete",
+            ApiKey::DescribeClientQuotas => "DescribeClientQuotas",
             ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
             ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
             ApiKey::DescribeQuorum => "DescribeQuorum",
@@ -298,6 +302,7 @@ impl ApiKey {
             ApiKey::AlterPartitionReassignments => (0, 1),
             ApiKey::ListPartitionReassignments => (0, 0),
             ApiKey::OffsetDelete => (0, 0),
+            ApiKey::DescribeClientQuotas => (0, 1),
             ApiKey::DescribeUserScramCredentials => (0, 0),
             ApiKey::AlterUserScramCredentials => (0, 0),
             ApiKey::DescribeQuorum => (0, 2),
@@ -366,6 +371,7 @@ impl ApiKey {
                 <ListPartitionReassignmentsRequest as Codec>::FLEXIBLE_MIN
             }
             ApiKey::OffsetDelete => <OffsetDeleteRequest as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeClientQuotas => <DescribeClientQuotasRequest as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeUserScramCredentials => {
                 <DescribeUserScramCredentialsRequest as Codec>::FLEXIBLE_MIN
             }
@@ -444,6 +450,7 @@ impl ApiKey {
                 <ListPartitionReassignmentsResponse as Codec>::FLEXIBLE_MIN
             }
             ApiKey::OffsetDelete => <OffsetDeleteResponse as Codec>::FLEXIBLE_MIN,
+            ApiKey::DescribeClientQuotas => <DescribeClientQuotasResponse as Codec>::FLEXIBLE_MIN,
             ApiKey::DescribeUserScramCredentials => {
                 <DescribeUserScramCredentialsResponse as Codec>::FLEXIBLE_MIN
             }
@@ -517,6 +524,7 @@ pub enum RequestBody {
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest),
     ListPartitionReassignments(ListPartitionReassignmentsRequest),
     OffsetDelete(OffsetDeleteRequest),
+    DescribeClientQuotas(DescribeClientQuotasRequest),
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequest),
     AlterUserScramCredentials(AlterUserScramCredentialsRequest),
     DescribeQuorum(DescribeQuorumRequest),
@@ -579,6 +587,7 @@ impl RequestBody {
             RequestBody::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
             RequestBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             RequestBody::OffsetDelete(_) => ApiKey::OffsetDelete,
+            RequestBody::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
             RequestBody::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
             RequestBody::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
             RequestBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
@@ -699,6 +708,9 @@ impl RequestBody {
             ApiKey::OffsetDelete => {
                 RequestBody::OffsetDelete(OffsetDeleteRequest::decode(buf, version)?)
             }
+            ApiKey::DescribeClientQuotas => RequestBody::DescribeClientQuotas(
+                DescribeClientQuotasRequest::decode(buf, version)?,
+            ),
             ApiKey::DescribeUserScramCredentials => RequestBody::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsRequest::decode(buf, version)?,
             ),
@@ -795,6 +807,7 @@ impl RequestBody {
             RequestBody::AlterPartitionReassignments(b) => b.encode(out, version),
             RequestBody::ListPartitionReassignments(b) => b.encode(out, version),
             RequestBody::OffsetDelete(b) => b.encode(out, version),
+            RequestBody::DescribeClientQuotas(b) => b.encode(out, version),
             RequestBody::DescribeUserScramCredentials(b) => b.encode(out, version),
             RequestBody::AlterUserScramCredentials(b) => b.encode(out, version),
             RequestBody::DescribeQuorum(b) => b.encode(out, version),
@@ -857,6 +870,7 @@ impl RequestBody {
             RequestBody::AlterPartitionReassignments(b) => b.encoded_size(version),
             RequestBody::ListPartitionReassignments(b) => b.encoded_size(version),
             RequestBody::OffsetDelete(b) => b.encoded_size(version),
+            RequestBody::DescribeClientQuotas(b) => b.encoded_size(version),
             RequestBody::DescribeUserScramCredentials(b) => b.encoded_size(version),
             RequestBody::AlterUserScramCredentials(b) => b.encoded_size(version),
             RequestBody::DescribeQuorum(b) => b.encoded_size(version),
@@ -1077,6 +1091,11 @@ impl From<OffsetDeleteRequest> for RequestBody {
         RequestBody::OffsetDelete(b)
     }
 }
+impl From<DescribeClientQuotasRequest> for RequestBody {
+    fn from(b: DescribeClientQuotasRequest) -> Self {
+        RequestBody::DescribeClientQuotas(b)
+    }
+}
 impl From<DescribeUserScramCredentialsRequest> for RequestBody {
     fn from(b: DescribeUserScramCredentialsRequest) -> Self {
         RequestBody::DescribeUserScramCredentials(b)
@@ -1201,6 +1220,7 @@ pub enum ResponseBody {
     AlterPartitionReassignments(AlterPartitionReassignmentsResponse),
     ListPartitionReassignments(ListPartitionReassignmentsResponse),
     OffsetDelete(OffsetDeleteResponse),
+    DescribeClientQuotas(DescribeClientQuotasResponse),
     DescribeUserScramCredentials(DescribeUserScramCredentialsResponse),
     AlterUserScramCredentials(AlterUserScramCredentialsResponse),
     DescribeQuorum(DescribeQuorumResponse),
@@ -1263,6 +1283,7 @@ impl ResponseBody {
             ResponseBody::AlterPartitionReassignments(_) => ApiKey::AlterPartitionReassignments,
             ResponseBody::ListPartitionReassignments(_) => ApiKey::ListPartitionReassignments,
             ResponseBody::OffsetDelete(_) => ApiKey::OffsetDelete,
+            ResponseBody::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
             ResponseBody::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
             ResponseBody::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
             ResponseBody::DescribeQuorum(_) => ApiKey::DescribeQuorum,
@@ -1391,6 +1412,9 @@ impl ResponseBody {
             ApiKey::OffsetDelete => {
                 ResponseBody::OffsetDelete(OffsetDeleteResponse::decode(buf, version)?)
             }
+            ApiKey::DescribeClientQuotas => ResponseBody::DescribeClientQuotas(
+                DescribeClientQuotasResponse::decode(buf, version)?,
+            ),
             ApiKey::DescribeUserScramCredentials => ResponseBody::DescribeUserScramCredentials(
                 DescribeUserScramCredentialsResponse::decode(buf, version)?,
             ),
@@ -1487,6 +1511,7 @@ impl ResponseBody {
             ResponseBody::AlterPartitionReassignments(b) => b.encode(out, version),
             ResponseBody::ListPartitionReassignments(b) => b.encode(out, version),
             ResponseBody::OffsetDelete(b) => b.encode(out, version),
+            ResponseBody::DescribeClientQuotas(b) => b.encode(out, version),
             ResponseBody::DescribeUserScramCredentials(b) => b.encode(out, version),
             ResponseBody::AlterUserScramCredentials(b) => b.encode(out, version),
             ResponseBody::DescribeQuorum(b) => b.encode(out, version),
@@ -1549,6 +1574,7 @@ impl ResponseBody {
             ResponseBody::AlterPartitionReassignments(b) => b.encoded_size(version),
             ResponseBody::ListPartitionReassignments(b) => b.encoded_size(version),
             ResponseBody::OffsetDelete(b) => b.encoded_size(version),
+            ResponseBody::DescribeClientQuotas(b) => b.encoded_size(version),
             ResponseBody::DescribeUserScramCredentials(b) => b.encoded_size(version),
             ResponseBody::AlterUserScramCredentials(b) => b.encoded_size(version),
             ResponseBody::DescribeQuorum(b) => b.encoded_size(version),
@@ -1769,6 +1795,11 @@ impl From<OffsetDeleteResponse> for ResponseBody {
         ResponseBody::OffsetDelete(b)
     }
 }
+impl From<DescribeClientQuotasResponse> for ResponseBody {
+    fn from(b: DescribeClientQuotasResponse) -> Self {
+        ResponseBody::DescribeClientQuotas(b)
+    }
+}
 impl From<DescribeUserScramCredentialsResponse> for ResponseBody {
     fn from(b: DescribeUserScramCredentialsResponse) -> Self {
         ResponseBody::DescribeUserScramCredentials(b)
@@ -1969,6 +2000,9 @@ impl crate::Request for ListPartitionReassignmentsRequest {
 }
 impl crate::Request for OffsetDeleteRequest {
     type Response = OffsetDeleteResponse;
+}
+impl crate::Request for DescribeClientQuotasRequest {
+    type Response = DescribeClientQuotasResponse;
 }
 impl crate::Request for DescribeUserScramCredentialsRequest {
     type Response = DescribeUserScramCredentialsResponse;

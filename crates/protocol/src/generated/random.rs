@@ -3512,6 +3512,69 @@ impl Random for EnvelopeResponse {
     }
 }
 
+impl Random for DescribeClientQuotasRequest {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.components = rng.vec(|rng| ComponentData::random(rng, version));
+        this.strict = rng.bool();
+
+        this
+    }
+}
+
+impl Random for ComponentData {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.entity_type = rng.string();
+        this.match_type = rng.i8();
+        this.match_ = rng.maybe(true, |rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for DescribeClientQuotasResponse {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.throttle_time_ms = rng.i32();
+        this.error_code = rng.i16();
+        this.error_message = rng.maybe(true, |rng| rng.string());
+        this.entries = rng.maybe(true, |rng| rng.vec(|rng| EntryData::random(rng, version)));
+
+        this
+    }
+}
+
+impl Random for EntryData {
+    fn random(rng: &mut TestRng, version: i16) -> Self {
+        let mut this = Self::default();
+        this.entity = rng.vec(|rng| EntityData::random(rng, version));
+        this.values = rng.vec(|rng| ValueData::random(rng, version));
+
+        this
+    }
+}
+
+impl Random for EntityData {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.entity_type = rng.string();
+        this.entity_name = rng.maybe(true, |rng| rng.string());
+
+        this
+    }
+}
+
+impl Random for ValueData {
+    fn random(rng: &mut TestRng, _version: i16) -> Self {
+        let mut this = Self::default();
+        this.key = rng.string();
+        this.value = rng.f64();
+
+        this
+    }
+}
+
 impl Random for RequestHeader {
     fn random(rng: &mut TestRng, version: i16) -> Self {
         let mut this = Self::default();
@@ -4306,6 +4369,9 @@ pub(crate) fn random_request(api_key: ApiKey, rng: &mut TestRng, version: i16) -
             AlterUserScramCredentialsRequest::random(rng, version),
         ),
         ApiKey::Envelope => RequestBody::Envelope(EnvelopeRequest::random(rng, version)),
+        ApiKey::DescribeClientQuotas => {
+            RequestBody::DescribeClientQuotas(DescribeClientQuotasRequest::random(rng, version))
+        }
     }
 }
 
@@ -4450,5 +4516,8 @@ pub(crate) fn random_response(api_key: ApiKey, rng: &mut TestRng, version: i16) 
             AlterUserScramCredentialsResponse::random(rng, version),
         ),
         ApiKey::Envelope => ResponseBody::Envelope(EnvelopeResponse::random(rng, version)),
+        ApiKey::DescribeClientQuotas => {
+            ResponseBody::DescribeClientQuotas(DescribeClientQuotasResponse::random(rng, version))
+        }
     }
 }

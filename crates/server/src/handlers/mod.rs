@@ -36,6 +36,7 @@ pub mod delete_acls;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_acls;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_log_dirs;
@@ -191,6 +192,7 @@ pub const APIS: &[ApiKey] = &[
     // Issue 19: answered by the connection itself (`connection::sasl`), not dispatched.
     ApiKey::SaslHandshake,
     ApiKey::SaslAuthenticate,
+    ApiKey::DescribeClientQuotas,
 ];
 
 /// APIs served on controller listeners only (Kafka's `"listeners": ["controller"]`), beside
@@ -304,6 +306,7 @@ pub fn dispatch(ctx: &RequestContext<'_>, mut body: RequestBody) -> Reply {
         RequestBody::AllocateProducerIds(r) => allocate_producer_ids::handle(ctx, r),
         RequestBody::AlterPartition(r) => alter_partition::handle(ctx, r),
         RequestBody::Envelope(r) => crate::envelope::handle(ctx, r),
+        RequestBody::DescribeClientQuotas(r) => describe_client_quotas::handle(ctx, r),
         RequestBody::AddPartitionsToTxn(r) => add_partitions_to_txn::handle(ctx, r),
         RequestBody::AddOffsetsToTxn(r) => add_offsets_to_txn::handle(ctx, r),
         RequestBody::EndTxn(r) => end_txn::handle(ctx, r),
@@ -388,6 +391,7 @@ mod tests {
                 (51, Some((0, 0))),
                 (17, Some((0, 1))),
                 (36, Some((0, 2))),
+                (48, Some((0, 1))),
             ]
         );
         assert!(!is_served(ApiKey::Produce, 2));
