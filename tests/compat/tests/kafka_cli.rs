@@ -17,7 +17,8 @@
 //!   describe-producers with a committed and an open transaction.
 //!
 //! `kafka-metadata-quorum` runs in `kraft_storage.rs` (against a KRaft node);
-//! `kafka-leader-election` and `kafka-acls` join when their features do (issues 17, 19).
+//! `kafka-acls` and `kafka-configs` for SCRAM users in `kafka_tools_security.rs` (issue 19);
+//! `kafka-leader-election` joins when its feature does (issue 17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
