@@ -392,6 +392,30 @@ def acl_delete(p):
     return {"deleted": out, "cb_errors": errors.seen}
 
 
+def produce_for(p):
+    """One long-lived producer: p.count messages to p.topic partition 0, one every
+    p.interval_ms (so the connection outlives several SASL sessions when the broker sets
+    connections.max.reauth.ms): {"reports": [error or null], "cb_errors": [...]}."""
+    errors = Errors()
+    prod = ck.Producer(conf(p, errors, **{"message.timeout.ms": 15000}))
+    reports = [None] * p["count"]
+
+    def on_delivery(i):
+        def cb(err, _msg):
+            reports[i] = "delivered" if err is None else err.name()
+
+        return cb
+
+    for i in range(p["count"]):
+        prod.produce(p["topic"], value=("m-%d" % i).encode(), partition=0,
+                     on_delivery=on_delivery(i))
+        end = time.time() + p["interval_ms"] / 1000.0
+        while time.time() < end:
+            prod.poll(0.05)
+    prod.flush(TIMEOUT)
+    return {"reports": reports, "cb_errors": errors.seen}
+
+
 def version(_p):
     return {"version": ck.version()[0], "librdkafka": ck.libversion()[0]}
 
@@ -410,6 +434,7 @@ if __name__ == "__main__":
             "acl_create": acl_create,
             "acl_describe": acl_describe,
             "acl_delete": acl_delete,
+            "produce_for": produce_for,
             "version": version,
         }
     )

@@ -28,6 +28,8 @@ mod acls;
 mod common;
 #[path = "security/raw.rs"]
 mod raw;
+#[path = "security/reauth.rs"]
+mod reauth;
 #[path = "security/sasl.rs"]
 mod sasl;
 #[path = "security/scram.rs"]

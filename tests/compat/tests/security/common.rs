@@ -49,6 +49,10 @@ pub struct Setup {
     pub mechanisms: &'static str,
     /// StandardAuthorizer with `super.users=User:admin`, no ACL = deny.
     pub acls: bool,
+    /// More broker settings.
+    pub extra: Vec<(&'static str, &'static str)>,
+    /// Bind the admin port (`/metrics`).
+    pub admin: bool,
 }
 
 impl Setup {
@@ -58,7 +62,21 @@ impl Setup {
             client_auth: "none",
             mechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
             acls: false,
+            extra: Vec::new(),
+            admin: false,
         }
+    }
+
+    /// Another broker setting.
+    pub fn set(mut self, key: &'static str, value: &'static str) -> Setup {
+        self.extra.push((key, value));
+        self
+    }
+
+    /// Binds the admin port.
+    pub fn admin(mut self) -> Setup {
+        self.admin = true;
+        self
     }
 
     pub fn client_auth(mut self, v: &'static str) -> Setup {
@@ -128,7 +146,10 @@ impl Setup {
                 .set("super.users", "User:admin")
                 .set("allow.everyone.if.no.acl.found", "false");
         }
-        let broker = b.start();
+        for (k, v) in &self.extra {
+            b = b.set(k, v);
+        }
+        let broker = b.admin(self.admin).start();
         Secure {
             broker,
             pki,
