@@ -348,7 +348,11 @@ mod tests {
     fn file_values_and_ignored_settings() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("server.properties");
-        std::fs::write(&file, "num.partitions=5\nsuper.users=User:admin\n").unwrap();
+        std::fs::write(
+            &file,
+            "num.partitions=5\nconfluent.support.metrics.enable=false\n",
+        )
+        .unwrap();
         let cfg = BrokerConfig::load(ConfigSources {
             file: Some(file),
             env: vec![("KAFKA_BOOTSTRAP_SERVERS".into(), "x:9092".into())],
@@ -368,7 +372,10 @@ mod tests {
             })
             .collect();
         assert!(ignored.contains(&"bootstrap.servers"), "{lines:?}");
-        assert!(ignored.contains(&"super.users"), "{lines:?}");
+        assert!(
+            ignored.contains(&"confluent.support.metrics.enable"),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -144,28 +144,41 @@ fn e2e_only_the_second_log_dir_locked_exits_2() {
     sigterm(holder);
 }
 
-/// issue 12 item 2: a TLS/SASL listener (directly or through the protocol map) and an
-/// authorizer are configuration errors, not a plaintext broker that accepts everyone.
+/// issue 12 item 2, issue 19: security Skiff cannot honour is a configuration error, never a
+/// broker less safe than configured: a SASL listener left with GSSAPI only (Kafka's default),
+/// a TLS listener without its key, an authorizer other than the StandardAuthorizer, a Java
+/// principal builder. Nothing is written.
 #[test]
 fn e2e_unimplemented_security_exits_2() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     // (overrides, words the message must contain)
-    let cases: [(&[&str], &[&str]); 3] = [
+    let cases: [(&[&str], &[&str]); 4] = [
         (
             &[
                 "listeners=SASL_SSL://127.0.0.1:0",
                 "ssl.client.auth=required",
             ],
-            &["listeners", "SASL_SSL", "not implemented"],
+            &["sasl.enabled.mechanisms", "SASL_SSL", "GSSAPI"],
         ),
         (
-            &["listener.security.protocol.map=PLAINTEXT:SSL"],
-            &["listener PLAINTEXT uses security protocol SSL"],
+            &[
+                "listener.security.protocol.map=PLAINTEXT:SSL",
+                "ssl.keystore.type=PEM",
+            ],
+            &["listener PLAINTEXT", "ssl.keystore.location"],
         ),
         (
-            &["authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"],
-            &["authorizer.class.name", "not implemented"],
+            &["authorizer.class.name=kafka.security.authorizer.AclAuthorizer"],
+            &[
+                "authorizer.class.name",
+                "removed in Kafka 4",
+                "StandardAuthorizer",
+            ],
+        ),
+        (
+            &["principal.builder.class=com.example.MyBuilder"],
+            &["principal.builder.class", "Java plugin"],
         ),
     ];
     for (overrides, needles) in cases {

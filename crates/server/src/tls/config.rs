@@ -304,7 +304,12 @@ fn check_pem_type(p: &Props<'_>, key: &str, convert: &str) -> Result<(), TlsErro
 }
 
 fn read_keystore(p: &Props<'_>) -> Result<Option<KeyStoreSource>, TlsError> {
-    check_pem_type(p, "ssl.keystore.type", CONVERT_KEYSTORE)?;
+    if p.get("ssl.keystore.location").is_some()
+        || p.get("ssl.keystore.certificate.chain").is_some()
+        || p.get("ssl.keystore.key").is_some()
+    {
+        check_pem_type(p, "ssl.keystore.type", CONVERT_KEYSTORE)?;
+    }
     if let Some((_, k)) = p.get("ssl.keystore.password") {
         return Err(config_err(
             &k,
@@ -346,7 +351,12 @@ fn read_keystore(p: &Props<'_>) -> Result<Option<KeyStoreSource>, TlsError> {
 }
 
 fn read_truststore(p: &Props<'_>) -> Result<Option<TrustStoreSource>, TlsError> {
-    check_pem_type(p, "ssl.truststore.type", CONVERT_TRUSTSTORE)?;
+    // The type matters only for a trust store that is set (Kafka's default type, JKS, with
+    // no trust store is a server-only TLS listener).
+    if p.get("ssl.truststore.location").is_some() || p.get("ssl.truststore.certificates").is_some()
+    {
+        check_pem_type(p, "ssl.truststore.type", CONVERT_TRUSTSTORE)?;
+    }
     if let Some((_, k)) = p.get("ssl.truststore.password") {
         return Err(config_err(
             &k,

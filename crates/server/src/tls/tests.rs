@@ -413,9 +413,14 @@ async fn a_broken_new_file_keeps_the_old_config() {
 #[test]
 fn jks_and_pkcs12_are_refused_with_the_conversion_command() {
     let dir = tempfile::tempdir().unwrap();
-    let err = cfg(&[("ssl.keystore.type", "JKS".into())])
-        .unwrap_err()
-        .to_string();
+    // The type matters once a store is set; without one, Kafka's default (JKS) is harmless.
+    assert!(cfg(&[("ssl.truststore.type", "JKS".into())]).is_ok());
+    let err = cfg(&[
+        ("ssl.keystore.type", "JKS".into()),
+        ("ssl.keystore.location", "/k.jks".into()),
+    ])
+    .unwrap_err()
+    .to_string();
     assert!(
         err.starts_with("ssl.keystore.type: JKS is not supported"),
         "{err}"
@@ -424,9 +429,12 @@ fn jks_and_pkcs12_are_refused_with_the_conversion_command() {
         err.contains("keytool -importkeystore") && err.contains("openssl pkcs12"),
         "{err}"
     );
-    let err = cfg(&[("listener.name.ssl.ssl.truststore.type", "PKCS12".into())])
-        .unwrap_err()
-        .to_string();
+    let err = cfg(&[
+        ("listener.name.ssl.ssl.truststore.type", "PKCS12".into()),
+        ("ssl.truststore.location", "/t.p12".into()),
+    ])
+    .unwrap_err()
+    .to_string();
     assert!(
         err.starts_with("listener.name.ssl.ssl.truststore.type: PKCS12"),
         "{err}"
