@@ -40,7 +40,12 @@ const TLS_REGION_CHUNK_BYTES: usize = 256 * 1024;
 #[derive(Debug)]
 pub enum Writer {
     Plain(OwnedWriteHalf),
-    Tls(WriteHalf<TlsStream<BufReader<TcpStream>>>),
+    Tls {
+        w: WriteHalf<TlsStream<BufReader<TcpStream>>>,
+        /// File regions are read into this buffer, kept for the connection's life (grown to
+        /// at most [`TLS_REGION_CHUNK_BYTES`]) instead of a fresh zeroed one per region.
+        buf: Vec<u8>,
+    },
 }
 
 /// Why a connection could not be set up.
@@ -79,14 +84,21 @@ pub async fn accept(
         .principal(tls_stream.get_ref().1)
         .map_err(AcceptError::Principal)?;
     let (rd, wr) = tokio::io::split(tls_stream);
-    Ok((Box::pin(rd), Writer::Tls(wr), Some(principal)))
+    Ok((
+        Box::pin(rd),
+        Writer::Tls {
+            w: wr,
+            buf: Vec::new(),
+        },
+        Some(principal),
+    ))
 }
 
 impl Writer {
     pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
             Writer::Plain(w) => w.write_all(bytes).await,
-            Writer::Tls(w) => w.write_all(bytes).await,
+            Writer::Tls { w, .. } => w.write_all(bytes).await,
         }
     }
 
@@ -102,10 +114,13 @@ impl Writer {
                 send_region(w.as_ref(), region).await?;
                 stats.sent_by_sendfile(u64::from(region.len));
             }
-            Writer::Tls(w) => {
+            Writer::Tls { w, buf } => {
                 let mut pos = region.position;
                 let end = region.position + u64::from(region.len);
-                let mut buf = vec![0u8; TLS_REGION_CHUNK_BYTES.min(region.len as usize)];
+                let want = TLS_REGION_CHUNK_BYTES.min(region.len as usize);
+                if buf.len() < want {
+                    buf.resize(want, 0);
+                }
                 while pos < end {
                     let n = usize::try_from(end - pos)
                         .unwrap_or(usize::MAX)
@@ -126,14 +141,14 @@ impl Writer {
     pub async fn flush(&mut self) -> io::Result<()> {
         match self {
             Writer::Plain(w) => w.flush().await,
-            Writer::Tls(w) => w.flush().await,
+            Writer::Tls { w, .. } => w.flush().await,
         }
     }
 
     pub async fn shutdown(&mut self) {
         let _ = match self {
             Writer::Plain(w) => w.shutdown().await,
-            Writer::Tls(w) => w.shutdown().await,
+            Writer::Tls { w, .. } => w.shutdown().await,
         };
     }
 }
