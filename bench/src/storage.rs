@@ -4,9 +4,11 @@
 //! 1. machine facts; raw limit: `dd if=/dev/zero of=<dir>/raw bs=1M count=2048`, 5 runs;
 //!    fdatasync loop at 4 KiB, 16 KiB, 256 KiB, 1 MiB;
 //! 2. append matrix: {16 KiB, 256 KiB, 1 MiB} x {none, lz4} x {validate+append, append only},
-//!    3 runs of 2 GiB (uncompressed batch bytes; lz4 cells append the same records). Each run
-//!    is paired with a control run just before it: the same batches written with plain
-//!    `write(2)` to a file, so a ratio survives the load drifts of a shared machine;
+//!    3 runs of 2 GiB (uncompressed batch bytes; lz4 cells append the same records). Each
+//!    one-thread run is paired with a control interleaved with it in 64 MiB chunks
+//!    (`append::run_paired`): the same batches written with plain `write(2)` to a file, so a
+//!    ratio survives the load drifts of a shared machine; the N-thread runs get a control
+//!    run just before them;
 //! 3. on the log of the last uncompressed 16 KiB validate+append run: catch-up read (pread,
 //!    sendfile) vs a raw sequential pread of the same files in the same pass,
 //!    offset-for-timestamp latency, and the lookup latency of that log's real indexes;
@@ -471,8 +473,8 @@ fn append_cell(
         ));
         let _ = std::fs::remove_dir_all(&d);
         eprintln!("append {}", d.display());
-        let control = append::raw_write_once(&dir.join("raw-write-control"), pool, batches)?;
-        let (run, log) = append::run_once(&d, pool, batches, validate)?;
+        let (run, control, log) =
+            append::run_paired(&d, &dir.join("raw-write-control"), pool, batches, validate)?;
         if keep && r + 1 == runs {
             out.push((run.clone(), control));
             kept = Some((run, log, d));

@@ -217,14 +217,22 @@ impl std::iter::FusedIterator for RecordWalk<'_> {}
 /// (the rules of `crate::varint`), then zig-zag decodes it.
 #[inline(always)]
 fn zigzag<const MAX: usize, const LAST_MASK: u8>(buf: &mut &[u8]) -> Result<i64, WalkError> {
-    if let Some((&b, rest)) = buf.split_first()
-        && b < 0x80
-    {
-        *buf = rest;
-        let n = u64::from(b);
-        return Ok(((n >> 1) as i64) ^ -((n & 1) as i64));
+    // One- and two-byte varints (every length below 8 KiB) inline; MAX is at least 5, so
+    // neither is a varint's last allowed byte and no overflow check applies to them.
+    let bytes: &[u8] = buf;
+    match *bytes {
+        [b0, ref rest @ ..] if b0 < 0x80 => {
+            *buf = rest;
+            let n = u64::from(b0);
+            Ok(((n >> 1) as i64) ^ -((n & 1) as i64))
+        }
+        [b0, b1, ref rest @ ..] if b1 < 0x80 => {
+            *buf = rest;
+            let n = u64::from(b0 & 0x7f) | (u64::from(b1) << 7);
+            Ok(((n >> 1) as i64) ^ -((n & 1) as i64))
+        }
+        _ => zigzag_multi::<MAX, LAST_MASK>(buf),
     }
-    zigzag_multi::<MAX, LAST_MASK>(buf)
 }
 
 #[inline]
@@ -252,6 +260,13 @@ fn zigzag_multi<const MAX: usize, const LAST_MASK: u8>(buf: &mut &[u8]) -> Resul
     }
     // The loop always returns: its last round either fails or has no continuation bit.
     Err(WalkError::VarintTooLong { max_len: MAX })
+}
+
+/// The value of a one-byte zig-zag varint (`b < 0x80`).
+#[inline(always)]
+fn unzigzag_byte(b: u8) -> i64 {
+    let n = i64::from(b);
+    (n >> 1) ^ -(n & 1)
 }
 
 /// A zig-zag varint (5 bytes, 32 bits).
@@ -337,13 +352,29 @@ fn walk_one<'a, F: FnMut(&'a [u8], Option<&'a [u8]>)>(
     };
     *data = rest;
     let buf = &mut body;
-    let Some((&attributes, tail)) = buf.split_first() else {
-        return Err(WalkError::EmptyRecord);
+    let (attributes, timestamp_delta, offset_delta, key_length) = match buf.first_chunk::<4>() {
+        // The usual shape, one test instead of three: timestamp delta, offset delta and key
+        // length each a one-byte varint (deltas within +-63, keys null or under 64 bytes).
+        Some(&[attributes, ts, off, key]) if (ts | off | key) < 0x80 => {
+            *buf = &buf[4..];
+            let key_length = unzigzag_byte(key) as i32;
+            if key_length != -1 {
+                skip(buf, key_length, Field::Key)?;
+            }
+            let offset_delta = unzigzag_byte(off) as i32;
+            (attributes, unzigzag_byte(ts), offset_delta, key_length)
+        }
+        _ => {
+            let Some((&attributes, tail)) = buf.split_first() else {
+                return Err(WalkError::EmptyRecord);
+            };
+            *buf = tail;
+            let timestamp_delta = varlong(buf)?;
+            let offset_delta = varint(buf)?;
+            let key_length = skip_nullable(buf, Field::Key)?;
+            (attributes, timestamp_delta, offset_delta, key_length)
+        }
     };
-    *buf = tail;
-    let timestamp_delta = varlong(buf)?;
-    let offset_delta = varint(buf)?;
-    let key_length = skip_nullable(buf, Field::Key)?;
     skip_nullable(buf, Field::Value)?;
     let header_count = varint(buf)?;
     let headers = usize::try_from(header_count)

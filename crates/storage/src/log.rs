@@ -412,8 +412,7 @@ impl Log {
     /// Tells the group-commit state (and so fsyncs outside the lock) the new log end: only
     /// once the bytes below it are written.
     pub(crate) fn publish_log_end(&self) {
-        let file = Arc::clone(self.active().file());
-        self.sync.publish(&file, self.log_end_offset);
+        self.sync.publish(self.active().file(), self.log_end_offset);
     }
 
     fn maybe_roll(

@@ -40,6 +40,11 @@
 //!    (`max(-1, ts...)`), each with a CRC recompute only when a byte changed. A recompressed
 //!    batch is size-checked again (MESSAGE_TOO_LARGE), like Kafka.
 //!
+//! Steps 4-5 first try one branch-light pass that can only accept (`accept_plain_records`: a
+//! CreateTime batch on a topic without delivery delay, well formed, offsets consecutive, keys
+//! where compaction needs them, lowest and highest timestamps in bounds); anything it cannot
+//! accept, including every rejection, goes record by record, which alone builds errors.
+//!
 //! Deviation in framing: Kafka's batch iterator silently ignores a partial batch after the
 //! first one; we reject any trailing bytes with INVALID_RECORD.
 
@@ -379,6 +384,61 @@ fn check_counts_and_producer(view: &BatchView<'_>) -> Result<(), ValidationError
 /// Walks the records with `skiff_record::walk_records` (lengths and structure checked, keys,
 /// values and headers skipped, nothing allocated); texts are built only for rejected records.
 fn check_records(
+    view: &BatchView<'_>,
+    data: &[u8],
+    cfg: &ValidationConfig,
+    now_ms: i64,
+) -> Result<(i64, Option<i64>), ValidationError> {
+    if let Some(max_timestamp) = accept_plain_records(view, data, cfg, now_ms) {
+        return Ok((max_timestamp, None));
+    }
+    check_records_one_by_one(view, data, cfg, now_ms)
+}
+
+/// The common case in one branch-light pass: no delivery delay on the topic, a CreateTime
+/// batch, every record well formed with consecutive offset deltas, a key on every record of a
+/// compacted topic, and the smallest and largest record timestamps (hence all, the timestamps
+/// being `base + delta` without overflow) within bounds. Then the answer is the batch's true
+/// max timestamp. `None` whenever any of that does not hold, or cannot be decided without
+/// looking record by record: [`check_records_one_by_one`] then gives the full answer (and the
+/// per-record errors), so this pass can only make an accepted batch cheaper, never change a
+/// verdict (`fast_path_agrees_with_one_by_one` in the tests).
+fn accept_plain_records(
+    view: &BatchView<'_>,
+    data: &[u8],
+    cfg: &ValidationConfig,
+    now_ms: i64,
+) -> Option<i64> {
+    if cfg.delivery.is_some() || view.timestamp_type() == TimestampType::LogAppendTime {
+        return None;
+    }
+    let (mut min_delta, mut max_delta) = (i64::MAX, i64::MIN);
+    let (mut index, mut consecutive, mut keyed) = (0i32, true, true);
+    for rec in walk_records(data, view.records_count()) {
+        let rec = rec.ok()?;
+        consecutive &= rec.offset_delta == index;
+        keyed &= rec.has_key();
+        min_delta = min_delta.min(rec.timestamp_delta);
+        max_delta = max_delta.max(rec.timestamp_delta);
+        index = index.wrapping_add(1);
+    }
+    if !consecutive || (cfg.compacted && !keyed) || index == 0 {
+        return None;
+    }
+    let base = view.base_timestamp();
+    let (lowest, highest) = (base.checked_add(min_delta)?, base.checked_add(max_delta)?);
+    // -1 ("no timestamp") is exempt from the bounds check: leave such batches to the
+    // record-by-record pass rather than reason about them here.
+    let in_bounds = |ts: i64| ts != -1 && !timestamp_out_of_bounds(ts, now_ms, cfg);
+    if cfg.timestamp_type == TimestampType::CreateTime && !(in_bounds(lowest) && in_bounds(highest))
+    {
+        return None;
+    }
+    Some(highest.max(-1))
+}
+
+/// [`check_records`] record by record: the per-record errors, the delay headers, every rule.
+fn check_records_one_by_one(
     view: &BatchView<'_>,
     data: &[u8],
     cfg: &ValidationConfig,

@@ -392,3 +392,122 @@ fn producer_set_log_append_time_is_rejected() {
     let msg = err.record_errors[0].message.as_deref().unwrap();
     assert!(msg.contains("Invalid timestamp type"), "{msg}");
 }
+
+/// The one-pass acceptance of plain batches (`accept_plain_records`) may only speed up an
+/// accepted batch: whenever it answers, the record-by-record pass gives the same max
+/// timestamp and no due time; and it does answer for an ordinary batch (else it is dead code).
+mod fast_path {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The one-pass answer and the record-by-record one (its error as a code).
+    type Both = (Option<i64>, Result<(i64, Option<i64>), ErrorCode>);
+
+    fn both(b: &[u8], cfg: &ValidationConfig) -> Both {
+        let v = view(b);
+        let data = v.records_data(DECOMPRESSED_BATCH_BYTES_MAX).unwrap();
+        let fast = accept_plain_records(&v, &data, cfg, NOW);
+        let slow = check_records_one_by_one(&v, &data, cfg, NOW).map_err(|e| e.code);
+        (fast, slow)
+    }
+
+    #[test]
+    fn answers_for_an_ordinary_batch() {
+        for o in [
+            BatchOptions::default(),
+            opts(|o| o.compression = Compression::Lz4),
+        ] {
+            let b = batch(15, o);
+            assert_eq!(both(&b, &cfg()), (Some(NOW), Ok((NOW, None))));
+        }
+        let compacted = ValidationConfig {
+            compacted: true,
+            ..cfg()
+        };
+        let b = batch(3, BatchOptions::default());
+        assert_eq!(both(&b, &compacted).0, Some(NOW));
+    }
+
+    #[test]
+    fn declines_what_needs_a_record_by_record_answer() {
+        let tight = ValidationConfig {
+            before_max_ms: 10,
+            after_max_ms: 10,
+            ..cfg()
+        };
+        let compacted = ValidationConfig {
+            compacted: true,
+            ..cfg()
+        };
+        let mut keyless = BatchBuilder::new(BatchOptions::default());
+        keyless.append(NOW, None, Some(b"v"), &[]);
+        let keyless = keyless.build().unwrap();
+        let mut gap = BatchBuilder::new(BatchOptions::default());
+        gap.append_with_offset_delta(0, NOW, Some(b"a"), None, &[]);
+        gap.append_with_offset_delta(2, NOW, Some(b"b"), None, &[]);
+        gap.set_last_offset_delta(1);
+        let gap = gap.build().unwrap();
+        let cases: [(&str, Vec<u8>, &ValidationConfig); 5] = [
+            (
+                "too old",
+                batch_ts(&[NOW, NOW - 11], BatchOptions::default()),
+                &tight,
+            ),
+            (
+                "too new",
+                batch_ts(&[NOW + 11, NOW], BatchOptions::default()),
+                &tight,
+            ),
+            (
+                "ts -1",
+                batch_ts(&[-1, NOW], BatchOptions::default()),
+                &cfg(),
+            ),
+            ("keyless on compacted", keyless, &compacted),
+            ("offset gap", gap, &cfg()),
+        ];
+        for (name, b, c) in cases {
+            assert_eq!(both(&b, c).0, None, "{name}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_one_by_one(
+            offsets in proptest::collection::vec(-40i64..40, 1..12),
+            keys in proptest::collection::vec(any::<bool>(), 12),
+            minus_one in any::<bool>(),
+            gap_at in proptest::option::of(0usize..12),
+            compacted in any::<bool>(),
+            log_append_time in any::<bool>(),
+            before in 0i64..50,
+            after in 0i64..50,
+        ) {
+            let mut b = BatchBuilder::new(BatchOptions::default());
+            for (i, off) in offsets.iter().enumerate() {
+                let ts = if minus_one && i == 0 { -1 } else { NOW + off };
+                let delta = i as i32 + i32::from(gap_at.is_some_and(|g| i >= g));
+                let key: Option<&[u8]> = keys[i].then_some(b"k");
+                b.append_with_offset_delta(delta, ts, key, Some(b"v"), &[]);
+            }
+            b.set_last_offset_delta(offsets.len() as i32 - 1);
+            let bytes = b.build().unwrap();
+            let c = ValidationConfig {
+                compacted,
+                before_max_ms: before,
+                after_max_ms: after,
+                timestamp_type: if log_append_time {
+                    TimestampType::LogAppendTime
+                } else {
+                    TimestampType::CreateTime
+                },
+                ..cfg()
+            };
+            let (fast, slow) = both(&bytes, &c);
+            if let Some(max) = fast {
+                prop_assert_eq!(slow, Ok((max, None)));
+            }
+        }
+    }
+}
