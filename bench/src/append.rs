@@ -81,11 +81,14 @@ pub fn raw_write_once(path: &Path, pool: &mut BatchPool, batches: u64) -> Result
 /// under one lock (no log logic, no validation), timed by the wall clock like
 /// [`run_concurrent`]. What it shows: what moving one file's writes between threads (and
 /// vCPUs) costs here, against [`raw_write_once`]'s single writer. Returns MB/s of batch bytes.
+/// `validate`: each thread first validates its batch as a producer does (no lock held), so the
+/// control does the producers' whole work except the log's: the machine's limit for it.
 pub fn raw_write_concurrent(
     path: &Path,
     pool: &BatchPool,
     batches: u64,
     writers: usize,
+    validate: bool,
 ) -> Result<f64> {
     use parking_lot::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,12 +102,13 @@ pub fn raw_write_concurrent(
     let file = Mutex::new(file);
     let next = AtomicU64::new(0);
     let bytes = AtomicU64::new(0);
+    let vcfg = validate.then(|| LogConfig::default().validation_config());
     settle();
     let start = Instant::now();
     std::thread::scope(|s| -> Result<()> {
         let handles: Vec<_> = (0..writers)
             .map(|_| {
-                let (file, next, bytes) = (&file, &next, &bytes);
+                let (file, next, bytes, vcfg) = (&file, &next, &bytes, &vcfg);
                 s.spawn(move || -> Result<()> {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -112,6 +116,12 @@ pub fn raw_write_concurrent(
                             return Ok(());
                         }
                         let src = &pool.batches[i as usize % pool.batches.len()];
+                        if let Some(vcfg) = &vcfg {
+                            let v = validate_client_batch(src, vcfg, now_ms()).map_err(|e| {
+                                anyhow!("validation rejected a benchmark batch: {e:?}")
+                            })?;
+                            std::hint::black_box(&v);
+                        }
                         file.lock().write_all(src).context("raw write")?;
                         bytes.fetch_add(src.len() as u64, Ordering::Relaxed);
                     }

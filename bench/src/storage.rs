@@ -278,11 +278,12 @@ fn run_all(dir: &Path, s: &Scale, opts: &Options, rep: &mut Report) -> Result<()
                     }
                 }
                 for combine in [true, false] {
-                    let (runs, multi) =
+                    let (runs, multi, work) =
                         concurrent_cell(dir, pool, batches, s.append_runs, combine)?;
                     let mode = Mode::Concurrent(PRODUCER_THREADS, combine);
                     row_append(rep, pool, mode, &runs, dd, single, validate_mb_s);
-                    row_multi_control(rep, pool, &runs, &multi, single);
+                    row_multi_control(rep, pool, &runs, &multi, single, false);
+                    row_multi_control(rep, pool, &runs, &work, single, true);
                 }
                 rep.row(
                     "append",
@@ -515,17 +516,19 @@ enum Mode {
     Concurrent(usize, bool),
 }
 
-/// `runs` x [paired raw-write control, N-thread raw-write control, N-thread validate+append
-/// run]; the logs are deleted. The second element: the N-thread controls' MB/s.
+/// `runs` x [paired raw-write control, N-thread raw-write control, N-thread validate +
+/// raw-write control, N-thread validate+append run]; the logs are deleted. The second and
+/// third elements: the two N-thread controls' MB/s.
 fn concurrent_cell(
     dir: &Path,
     pool: &mut BatchPool,
     batches: u64,
     runs: usize,
     combine: bool,
-) -> Result<(Vec<PairedRun>, Vec<f64>)> {
+) -> Result<(Vec<PairedRun>, Vec<f64>, Vec<f64>)> {
     let mut out = Vec::with_capacity(runs);
     let mut multi = Vec::with_capacity(runs);
+    let mut work = Vec::with_capacity(runs);
     for r in 0..runs {
         let d = dir.join(format!(
             "append-{}-{}-concurrent-{r}",
@@ -540,13 +543,22 @@ fn concurrent_cell(
             pool,
             batches,
             PRODUCER_THREADS,
+            false,
+        )?);
+        pool.reset_client_fields();
+        work.push(append::raw_write_concurrent(
+            &dir.join("raw-write-control"),
+            pool,
+            batches,
+            PRODUCER_THREADS,
+            true,
         )?);
         pool.reset_client_fields();
         let run = append::run_concurrent(&d, pool, batches, PRODUCER_THREADS, combine)?;
         std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
         out.push((run, control));
     }
-    Ok((out, multi))
+    Ok((out, multi, work))
 }
 
 fn median_batch_mb_s(runs: &[PairedRun]) -> f64 {
@@ -647,8 +659,14 @@ fn row_multi_control(
     runs: &[PairedRun],
     multi: &[f64],
     single: Option<f64>,
+    validated: bool,
 ) {
     let m = Summary::of(multi);
+    let work = if validated {
+        "validate + bare write(2)"
+    } else {
+        "bare write(2)"
+    };
     let ratio = Summary::of(
         &runs
             .iter()
@@ -659,7 +677,7 @@ fn row_multi_control(
     rep.row(
         "append",
         format!(
-            "{} batches, {}: control, {PRODUCER_THREADS} threads of bare write(2) under one lock, x{}",
+            "{} batches, {}: control, {PRODUCER_THREADS} threads of {work} under one lock, x{}",
             size_name(pool.nominal_batch_bytes),
             pool.compression.name(),
             multi.len()
@@ -671,7 +689,7 @@ fn row_multi_control(
                 "{:.2}x one producer: {}",
                 m.median / one,
                 if m.median < one {
-                    "bare writers alone fall short of one producer (machine limit)"
+                    "these threads alone fall short of one producer (machine limit)"
                 } else {
                     "the machine allows >= 1.0x"
                 }
