@@ -48,16 +48,21 @@ impl AppendRun {
     }
 }
 
+/// A fresh, empty control file at `path` (a leftover one is removed), opened for appending.
+fn new_control_file(path: &Path) -> Result<std::fs::File> {
+    let _ = std::fs::remove_file(path);
+    OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))
+}
+
 /// The control for a run, measured just before it: the same prepared batches, in the same
 /// order and sizes, written with plain `write(2)` to a fresh file (no log logic). Timed the
 /// same way as the log's appends; the file is deleted afterwards. Returns MB/s of batch bytes.
 pub fn raw_write_once(path: &Path, pool: &mut BatchPool, batches: u64) -> Result<f64> {
-    let _ = std::fs::remove_file(path);
-    let mut file = OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
+    let mut file = new_control_file(path)?;
     let n = pool.records_per_batch;
     let mut next_ts = now_ms() - 3_600_000;
     settle();
@@ -93,13 +98,7 @@ pub fn raw_write_concurrent(
     use parking_lot::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    let _ = std::fs::remove_file(path);
-    let file = OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    let file = Mutex::new(file);
+    let file = Mutex::new(new_control_file(path)?);
     let next = AtomicU64::new(0);
     let bytes = AtomicU64::new(0);
     let vcfg = validate.then(|| LogConfig::default().validation_config());
@@ -243,12 +242,7 @@ pub fn run_paired(
     batches: u64,
     validate: bool,
 ) -> Result<(AppendRun, f64, Log)> {
-    let _ = std::fs::remove_file(control);
-    let mut file = OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .open(control)
-        .with_context(|| format!("creating {}", control.display()))?;
+    let mut file = new_control_file(control)?;
     let cfg = LogConfig::default();
     let vcfg = cfg.validation_config();
     let ts0 = now_ms() - 3_600_000;

@@ -538,22 +538,17 @@ fn concurrent_cell(
         let _ = std::fs::remove_dir_all(&d);
         eprintln!("append {}", d.display());
         let control = append::raw_write_once(&dir.join("raw-write-control"), pool, batches)?;
-        multi.push(append::raw_write_concurrent(
-            &dir.join("raw-write-control"),
-            pool,
-            batches,
-            PRODUCER_THREADS,
-            false,
-        )?);
-        pool.reset_client_fields();
-        work.push(append::raw_write_concurrent(
-            &dir.join("raw-write-control"),
-            pool,
-            batches,
-            PRODUCER_THREADS,
-            true,
-        )?);
-        pool.reset_client_fields();
+        for (validate, into) in [(false, &mut multi), (true, &mut work)] {
+            let control = dir.join("raw-write-control");
+            into.push(append::raw_write_concurrent(
+                &control,
+                pool,
+                batches,
+                PRODUCER_THREADS,
+                validate,
+            )?);
+            pool.reset_client_fields();
+        }
         let run = append::run_concurrent(&d, pool, batches, PRODUCER_THREADS, combine)?;
         std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
         out.push((run, control));
