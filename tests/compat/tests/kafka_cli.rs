@@ -18,7 +18,9 @@
 //!
 //! `kafka-metadata-quorum` runs in `kraft_storage.rs` (against a KRaft node);
 //! `kafka-acls` and `kafka-configs` for SCRAM users in `kafka_tools_security.rs` (issue 19);
-//! `kafka-leader-election` joins when its feature does (issue 17).
+//! `kafka-leader-election` (`LeaderElectionCommand`) runs here against one node, where every
+//! election is a no-op the tool must report as such; the elections themselves, forwarded
+//! and with leadership moving, are checked over the wire in `e2e_cluster_elections.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -541,4 +543,46 @@ fn kafka_cli_transactions() {
         ["None", "2"],
         "kafka-transactions describe-producers:\n{producers}"
     );
+}
+
+#[test]
+fn kafka_cli_leader_election_reports_nothing_to_do() {
+    const ELECT: &str = "org.apache.kafka.tools.LeaderElectionCommand";
+    let b = Broker::start();
+    let bs = b.bootstrap();
+    let bs = bs.as_str();
+    tool(
+        TOPICS,
+        &[
+            "--bootstrap-server",
+            bs,
+            "--create",
+            "--topic",
+            "kelect",
+            "--partitions",
+            "2",
+        ],
+    );
+    for election in ["preferred", "unclean"] {
+        let out = tool(
+            ELECT,
+            &[
+                "--bootstrap-server",
+                bs,
+                "--election-type",
+                election,
+                "--topic",
+                "kelect",
+                "--partition",
+                "1",
+            ],
+        );
+        assert!(
+            out.stdout
+                .contains("Valid replica already elected for partitions kelect-1"),
+            "{election}: the tool should report ELECTION_NOT_NEEDED as a no-op:\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
 }
