@@ -402,7 +402,7 @@ fn check_records(
 /// max timestamp. `None` whenever any of that does not hold, or cannot be decided without
 /// looking record by record: [`check_records_one_by_one`] then gives the full answer (and the
 /// per-record errors), so this pass can only make an accepted batch cheaper, never change a
-/// verdict (`fast_path_agrees_with_one_by_one` in the tests).
+/// verdict (the `fast_path` tests: `agrees_with_one_by_one`).
 fn accept_plain_records(
     view: &BatchView<'_>,
     data: &[u8],
